@@ -1,0 +1,44 @@
+# Build, test and benchmark targets. `make help` lists them.
+GO      ?= go
+BIN     ?= bin
+PKGS    ?= ./...
+BINARIES = claw cllama claw-mcp-stdio
+
+.PHONY: help build test bench fuzz vet fmt-check ci demo images clean
+
+help:
+	@echo "make build      build $(BINARIES) into $(BIN)/"
+	@echo "make test       run every test with the race detector (what CI runs)"
+	@echo "make bench      run the benchmarks and print their figures"
+	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
+	@echo "make demo       build images, run the example pod, show what happened"
+	@echo "make ci         gofmt check, go vet, make test"
+
+build:
+	@mkdir -p $(BIN)
+	@for b in $(BINARIES); do [ -d cmd/$$b ] && $(GO) build -o $(BIN)/$$b ./cmd/$$b || exit 1; done
+
+test:
+	$(GO) test -race -timeout 30m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+ci: fmt-check vet test
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,92 @@
+// Package audit owns cllama's audit trail: one JSON object per line, one line
+// per event, written to a single io.Writer (stdout in the container) so
+// `docker compose logs cllama` is the audit log. It does not read or merge
+// logs; `claw audit` does that.
+package audit
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// Event types.
+const (
+	TypeRequest   = "request"
+	TypeResponse  = "response"
+	TypeError     = "error"
+	TypeToolCall  = "tool_call"
+	TypeFeedFetch = "feed_fetch"
+	// TypeManifestError reports an agent manifest that failed to load.
+	TypeManifestError = "manifest_error"
+)
+
+// Event is one audit line. Field names are stable: `claw audit` and
+// operators' own tooling read them.
+type Event struct {
+	TS        time.Time `json:"ts"`
+	ClawID    string    `json:"claw_id,omitempty"`
+	Type      string    `json:"type"`
+	RequestID string    `json:"request_id,omitempty"`
+	// Format is "openai" or "anthropic".
+	Format     string `json:"format,omitempty"`
+	Model      string `json:"model,omitempty"`
+	Stream     bool   `json:"stream,omitempty"`
+	StatusCode int    `json:"status_code,omitempty"`
+	LatencyMS  *int64 `json:"latency_ms,omitempty"`
+	TokensIn   *int   `json:"tokens_in,omitempty"`
+	TokensOut  *int   `json:"tokens_out,omitempty"`
+	// ManifestPresent and ToolsCount are set on every proxied request event
+	// (spec 002 "Telemetry and Audit").
+	ManifestPresent *bool  `json:"manifest_present,omitempty"`
+	ToolsCount      *int   `json:"tools_count,omitempty"`
+	Mediated        bool   `json:"mediated,omitempty"`
+	Error           string `json:"error,omitempty"`
+
+	// tool_call
+	Tool    string `json:"tool,omitempty"`
+	Service string `json:"service,omitempty"`
+	Round   int    `json:"round,omitempty"`
+	// Status is "ok" or an error code (tool_call), or the fetch outcome
+	// (feed_fetch: "ok", "error").
+	Status string `json:"status,omitempty"`
+
+	// feed_fetch
+	Feed   string `json:"feed,omitempty"`
+	Bytes  *int   `json:"bytes,omitempty"`
+	Cached bool   `json:"cached,omitempty"`
+	Stale  bool   `json:"stale,omitempty"`
+}
+
+// Logger writes events as JSON lines. It is safe for concurrent use; each
+// event is written with one Write call so lines never interleave.
+type Logger struct {
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
+}
+
+// New returns a Logger writing to w. A nil w discards events.
+func New(w io.Writer) *Logger { return &Logger{w: w, now: time.Now} }
+
+// Emit writes e, stamping TS when it is zero.
+func (l *Logger) Emit(e Event) {
+	if l == nil || l.w == nil {
+		return
+	}
+	if e.TS.IsZero() {
+		e.TS = l.now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	l.mu.Lock()
+	_, _ = l.w.Write(b)
+	l.mu.Unlock()
+}
+
+// Ptr returns a pointer to v, for the optional numeric fields.
+func Ptr[T any](v T) *T { return &v }

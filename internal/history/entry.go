@@ -1,0 +1,69 @@
+// Package history owns session history: one JSON line per completed exchange
+// in <dir>/<agent-id>/history.jsonl (spec 000 "Session history", extended
+// with tool_trace and status). This file holds the entry schema shared by
+// cllama (writer) and claw (reader).
+package history
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Entry is one history line.
+type Entry struct {
+	// ID is unique per entry and stable: it is written once and never changes.
+	ID        string    `json:"id"`
+	Timestamp time.Time `json:"timestamp"`
+	AgentID   string    `json:"agent_id"`
+	Pod       string    `json:"pod,omitempty"`
+	// Format is "openai" or "anthropic".
+	Format string `json:"format"`
+	// Model is the model as the runner named it ("<provider>/<model>").
+	Model      string `json:"model"`
+	Stream     bool   `json:"stream,omitempty"`
+	Status     string `json:"status"` // "ok" or "error"
+	StatusCode int    `json:"status_code"`
+	LatencyMS  int64  `json:"latency_ms"`
+	// Request is the runner's request body as received.
+	Request json.RawMessage `json:"request"`
+	// Response is the final response body (for streams, the assembled
+	// non-streaming equivalent).
+	Response  json.RawMessage `json:"response,omitempty"`
+	Usage     Usage           `json:"usage"`
+	ToolTrace []Round         `json:"tool_trace,omitempty"`
+	Error     string          `json:"error,omitempty"`
+}
+
+// Status values.
+const (
+	StatusOK    = "ok"
+	StatusError = "error"
+)
+
+// Usage aggregates all model calls of the exchange (the runner's bill).
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalRounds      int `json:"total_rounds,omitempty"`
+}
+
+// Round is one hidden managed-tool round.
+type Round struct {
+	Round      int        `json:"round"`
+	ToolCalls  []ToolCall `json:"tool_calls"`
+	RoundUsage Usage      `json:"round_usage"`
+}
+
+// ToolCall is one managed call of a round, with its result envelope.
+type ToolCall struct {
+	// Name is canonical: "<service>.<tool>".
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+	LatencyMS int64           `json:"latency_ms"`
+	Service   string          `json:"service"`
+	// DuplicateOfRound and DuplicateCount are set on a repeated call that
+	// was not executed again.
+	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`
+	DuplicateCount   int `json:"duplicate_count,omitempty"`
+}

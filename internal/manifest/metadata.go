@@ -1,0 +1,52 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Metadata is <context>/<agent-id>/metadata.json.
+type Metadata struct {
+	// Token is "<agent-id>:<secret>"; the agent presents it as its API key.
+	Token   string `json:"token"`
+	Pod     string `json:"pod,omitempty"`
+	Service string `json:"service,omitempty"`
+	// Type is the agent's runner type (for example "openclaw" or "generic").
+	Type string `json:"type,omitempty"`
+}
+
+// agentIDPattern is the strict charset an agent id must match before it is
+// used as a path element. It rules out separators, dots-only names and
+// anything a shell or filesystem could interpret.
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// ValidAgentID reports whether id is safe to use as a directory name.
+func ValidAgentID(id string) bool { return agentIDPattern.MatchString(id) }
+
+// SplitToken splits "<agent-id>:<secret>". ok is false when either part is
+// empty or the agent id fails ValidAgentID.
+func SplitToken(token string) (agentID, secret string, ok bool) {
+	agentID, secret, found := strings.Cut(token, ":")
+	if !found || secret == "" || !ValidAgentID(agentID) {
+		return "", "", false
+	}
+	return agentID, secret, true
+}
+
+// ParseMetadata decodes and validates metadata.json for agentID.
+func ParseMetadata(data []byte, agentID string) (*Metadata, error) {
+	var m Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("metadata.json: %w", err)
+	}
+	id, _, ok := SplitToken(m.Token)
+	if !ok {
+		return nil, fmt.Errorf("metadata.json: token: must be \"<agent-id>:<secret>\"; recompile the pod with `claw compile`")
+	}
+	if id != agentID {
+		return nil, fmt.Errorf("metadata.json: token: agent id %q does not match directory %q", id, agentID)
+	}
+	return &m, nil
+}

@@ -1,0 +1,312 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// ToolsManifestVersion is the tools.json version this package writes.
+const ToolsManifestVersion = 1
+
+// Policy defaults (spec 000 "Budgets"; 002 "Budget limits").
+const (
+	DefaultMaxRounds          = 8
+	DefaultTimeoutPerToolMS   = 30000
+	DefaultTotalTimeoutMS     = 120000
+	DefaultMaxToolResultBytes = 16384
+)
+
+// Tools is <context>/<agent-id>/tools.json: the mediated execution manifest.
+type Tools struct {
+	Version int    `json:"version"`
+	Tools   []Tool `json:"tools"`
+	Policy  Policy `json:"policy"`
+}
+
+// Tool is one managed tool. Name is canonical: "<service>.<tool>".
+// Name, Description, InputSchema and Annotations are what the model sees;
+// Execution never leaves the proxy.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema, when present, is a JSON Schema results are checked against.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Execution    Execution       `json:"execution"`
+}
+
+// Annotations are MCP tool annotations plus the descriptor's readOnly.
+// They are untrusted hints (MCP) used for policy and audit display.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnly        *bool  `json:"readOnly,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// IsReadOnly reports whether either readOnly form is set true.
+func (a *Annotations) IsReadOnly() bool {
+	return a != nil && ((a.ReadOnly != nil && *a.ReadOnly) || (a.ReadOnlyHint != nil && *a.ReadOnlyHint))
+}
+
+// IsIdempotent reports whether the tool may be retried safely.
+func (a *Annotations) IsIdempotent() bool {
+	return a.IsReadOnly() || (a != nil && a.IdempotentHint != nil && *a.IdempotentHint)
+}
+
+// Transports.
+const (
+	TransportHTTP = "http"
+	TransportMCP  = "mcp"
+)
+
+// Execution is the hidden half of a tool: how cllama runs it.
+type Execution struct {
+	Transport string `json:"transport"`
+	Service   string `json:"service"`
+	BaseURL   string `json:"base_url"`
+	// Method is the HTTP method (http transport only).
+	Method string `json:"method,omitempty"`
+	// Path is the HTTP path template (http) or the MCP endpoint path (mcp).
+	Path string `json:"path"`
+	// Body is "json" (the default for methods with a body).
+	Body string `json:"body,omitempty"`
+	// BodyKey wraps the JSON body's arguments under this key when set.
+	BodyKey string `json:"body_key,omitempty"`
+	// ToolName is the MCP tool name on the server (mcp transport).
+	ToolName string `json:"tool_name,omitempty"`
+	Auth     *Auth  `json:"auth,omitempty"`
+	// TimeoutMS overrides the policy's per-tool timeout when > 0.
+	TimeoutMS int    `json:"timeout_ms,omitempty"`
+	Retry     *Retry `json:"retry,omitempty"`
+}
+
+// Auth is a credential cllama applies when calling a service.
+type Auth struct {
+	Type  string `json:"type"`
+	Token string `json:"token,omitempty"`
+}
+
+// Retry configures retries of transient failures (CKP `retry`).
+type Retry struct {
+	MaxAttempts int `json:"max_attempts"`
+	// Backoff is "exponential" (default) or "fixed".
+	Backoff string `json:"backoff,omitempty"`
+}
+
+// Policy bounds one mediated turn.
+type Policy struct {
+	MaxRounds          int `json:"max_rounds"`
+	TimeoutPerToolMS   int `json:"timeout_per_tool_ms"`
+	TotalTimeoutMS     int `json:"total_timeout_ms"`
+	MaxToolResultBytes int `json:"max_tool_result_bytes"`
+}
+
+// DefaultPolicy returns the spec's defaults.
+func DefaultPolicy() Policy {
+	return Policy{DefaultMaxRounds, DefaultTimeoutPerToolMS, DefaultTotalTimeoutMS, DefaultMaxToolResultBytes}
+}
+
+// WithDefaults fills zero fields from DefaultPolicy.
+func (p Policy) WithDefaults() Policy {
+	d := DefaultPolicy()
+	if p.MaxRounds == 0 {
+		p.MaxRounds = d.MaxRounds
+	}
+	if p.TimeoutPerToolMS == 0 {
+		p.TimeoutPerToolMS = d.TimeoutPerToolMS
+	}
+	if p.TotalTimeoutMS == 0 {
+		p.TotalTimeoutMS = d.TotalTimeoutMS
+	}
+	if p.MaxToolResultBytes == 0 {
+		p.MaxToolResultBytes = d.MaxToolResultBytes
+	}
+	return p
+}
+
+// Validate checks that every limit is positive and the total timeout covers
+// at least one tool call. prefix names the location in error messages.
+func (p Policy) Validate(prefix string) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max_rounds", p.MaxRounds}, {"timeout_per_tool_ms", p.TimeoutPerToolMS}, {"total_timeout_ms", p.TotalTimeoutMS}, {"max_tool_result_bytes", p.MaxToolResultBytes}} {
+		if f.v <= 0 {
+			return fmt.Errorf("%s.%s: must be > 0, got %d", prefix, f.name, f.v)
+		}
+	}
+	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
+		return fmt.Errorf("%s.total_timeout_ms: %d is below timeout_per_tool_ms %d; raise it or lower the per-tool timeout", prefix, p.TotalTimeoutMS, p.TimeoutPerToolMS)
+	}
+	return nil
+}
+
+var (
+	serviceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+	toolNamePattern    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$`)
+)
+
+// ValidServiceName reports whether s is a valid compose service name.
+func ValidServiceName(s string) bool { return serviceNamePattern.MatchString(s) }
+
+// ValidToolName reports whether s is a valid (un-namespaced) tool name.
+func ValidToolName(s string) bool { return toolNamePattern.MatchString(s) }
+
+// SplitToolName splits a canonical "<service>.<tool>" at the first dot.
+func SplitToolName(canonical string) (service, tool string, ok bool) {
+	service, tool, ok = strings.Cut(canonical, ".")
+	return service, tool, ok && service != "" && tool != ""
+}
+
+// ParseTools decodes and validates tools.json. Zero policy fields take the
+// defaults; explicit non-positive values are errors.
+func ParseTools(data []byte) (*Tools, error) {
+	var raw struct {
+		Version int             `json:"version"`
+		Tools   []Tool          `json:"tools"`
+		Policy  json.RawMessage `json:"policy"`
+	}
+	if err := decodeOne(data, &raw); err != nil {
+		return nil, fmt.Errorf("tools.json: %w", err)
+	}
+	m := &Tools{Version: raw.Version, Tools: raw.Tools, Policy: DefaultPolicy()}
+	if m.Version != ToolsManifestVersion {
+		return nil, fmt.Errorf("tools.json: version: unsupported value %d (want %d); recompile with `claw compile`", m.Version, ToolsManifestVersion)
+	}
+	if len(raw.Policy) > 0 && !bytes.Equal(raw.Policy, []byte("null")) {
+		var p struct {
+			MaxRounds          *int `json:"max_rounds"`
+			TimeoutPerToolMS   *int `json:"timeout_per_tool_ms"`
+			TotalTimeoutMS     *int `json:"total_timeout_ms"`
+			MaxToolResultBytes *int `json:"max_tool_result_bytes"`
+		}
+		if err := decodeOne(raw.Policy, &p); err != nil {
+			return nil, fmt.Errorf("tools.json: policy: %w", err)
+		}
+		set := func(dst *int, v *int) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&m.Policy.MaxRounds, p.MaxRounds)
+		set(&m.Policy.TimeoutPerToolMS, p.TimeoutPerToolMS)
+		set(&m.Policy.TotalTimeoutMS, p.TotalTimeoutMS)
+		set(&m.Policy.MaxToolResultBytes, p.MaxToolResultBytes)
+	}
+	if err := m.Policy.Validate("tools.json: policy"); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]int, len(m.Tools))
+	for i := range m.Tools {
+		if err := m.Tools[i].validate(); err != nil {
+			return nil, fmt.Errorf("tools.json: tools[%d]%s", i, err)
+		}
+		if j, dup := seen[m.Tools[i].Name]; dup {
+			return nil, fmt.Errorf("tools.json: tools[%d].name: %q duplicates tools[%d]", i, m.Tools[i].Name, j)
+		}
+		seen[m.Tools[i].Name] = i
+	}
+	return m, nil
+}
+
+// validate returns an error whose text starts with the field suffix
+// (".name: ...") so ParseTools can prefix the index.
+func (t *Tool) validate() error {
+	svc, _, ok := SplitToolName(t.Name)
+	if !ok {
+		return fmt.Errorf(".name: %q must be \"<service>.<tool>\"", t.Name)
+	}
+	if err := ValidateSchemaObject(t.InputSchema); err != nil {
+		return fmt.Errorf(".inputSchema: %v", err)
+	}
+	if len(t.OutputSchema) > 0 {
+		if err := ValidateSchemaObject(t.OutputSchema); err != nil {
+			return fmt.Errorf(".outputSchema: %v", err)
+		}
+	}
+	e := &t.Execution
+	if e.Service == "" {
+		return fmt.Errorf(".execution.service: required")
+	}
+	if e.Service != svc {
+		return fmt.Errorf(".execution.service: %q does not match the name's service %q", e.Service, svc)
+	}
+	if !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
+		return fmt.Errorf(".execution.base_url: %q must be an http:// or https:// URL", e.BaseURL)
+	}
+	if !strings.HasPrefix(e.Path, "/") {
+		return fmt.Errorf(".execution.path: %q must start with /", e.Path)
+	}
+	switch e.Transport {
+	case TransportHTTP:
+		switch strings.ToUpper(e.Method) {
+		case "GET", "POST", "PUT", "PATCH", "DELETE":
+		default:
+			return fmt.Errorf(".execution.method: %q must be GET, POST, PUT, PATCH or DELETE", e.Method)
+		}
+		if e.Body != "" && e.Body != "json" {
+			return fmt.Errorf(".execution.body: %q is not supported (use \"json\")", e.Body)
+		}
+	case TransportMCP:
+		if e.ToolName == "" {
+			return fmt.Errorf(".execution.tool_name: required for transport mcp")
+		}
+	default:
+		return fmt.Errorf(".execution.transport: %q must be \"http\" or \"mcp\"", e.Transport)
+	}
+	if e.Auth != nil {
+		switch e.Auth.Type {
+		case "bearer":
+			if e.Auth.Token == "" {
+				return fmt.Errorf(".execution.auth.token: required for bearer auth")
+			}
+		case "none", "":
+		default:
+			return fmt.Errorf(".execution.auth.type: %q must be \"bearer\" or \"none\"", e.Auth.Type)
+		}
+	}
+	if e.TimeoutMS < 0 {
+		return fmt.Errorf(".execution.timeout_ms: must be >= 0")
+	}
+	if e.Retry != nil && (e.Retry.MaxAttempts < 1 || e.Retry.MaxAttempts > 10) {
+		return fmt.Errorf(".execution.retry.max_attempts: must be between 1 and 10")
+	}
+	return nil
+}
+
+// ValidateSchemaObject checks that raw is a JSON object whose "type", when
+// present, is "object" — the shape tools' input schemas must have.
+func ValidateSchemaObject(raw json.RawMessage) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return fmt.Errorf("required (a JSON Schema object)")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return fmt.Errorf("must be a JSON object")
+	}
+	if t, ok := obj["type"]; ok {
+		var s string
+		if json.Unmarshal(t, &s) != nil || s != "object" {
+			return fmt.Errorf(`"type" must be "object"`)
+		}
+	}
+	return nil
+}
+
+func decodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}

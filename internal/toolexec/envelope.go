@@ -1,0 +1,81 @@
+// Package toolexec runs one managed tool call: it validates the arguments
+// against the tool's inputSchema, fills path placeholders, calls the service
+// over HTTP or MCP with the projected credential and a timeout, and returns
+// the result as an Envelope bounded to the policy's size. It knows nothing
+// of model formats or rounds (internal/mediate does).
+package toolexec
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// Envelope is the structured result the model sees for every managed call
+// (spec 000 "Structured tool error feedback" and truncation shape).
+type Envelope struct {
+	OK   bool            `json:"ok"`
+	Data json.RawMessage `json:"data,omitempty"`
+	// Truncated and OriginalBytes are set when Data was cut to the policy's
+	// max_tool_result_bytes; OriginalBytes is the true size.
+	Truncated     bool   `json:"truncated,omitempty"`
+	OriginalBytes int    `json:"original_bytes,omitempty"`
+	Error         *Error `json:"error,omitempty"`
+}
+
+// Error is a failed call's reason.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// RPCCode is the JSON-RPC code where one applies (-32602 invalid
+	// arguments, -32014 timeout; CKP Tool validation rules).
+	RPCCode int `json:"rpc_code,omitempty"`
+}
+
+// Error codes.
+const (
+	CodeInvalidArguments = "invalid_arguments"
+	CodeTimeout          = "timeout"
+	CodeUnknownTool      = "unknown_tool"
+	CodeServiceError     = "service_error" // non-2xx from the service
+	CodeUnavailable      = "unavailable"   // connection failure
+	CodeToolError        = "tool_error"    // MCP isError result
+	CodeDuplicate        = "duplicate_tool_call"
+	CodeRejected         = "tool_call_rejected" // ownership rule
+	CodeCanceled         = "canceled"
+)
+
+// JSON-RPC codes.
+const (
+	RPCInvalidParams = -32602
+	RPCTimeout       = -32014
+)
+
+// Fail builds a failed envelope.
+func Fail(code, message string, rpc int) Envelope {
+	return Envelope{OK: false, Error: &Error{Code: code, Message: message, RPCCode: rpc}}
+}
+
+// Call is one managed call to execute.
+type Call struct {
+	// AgentID is the authenticated agent; it fills {claw_id}.
+	AgentID string
+	Tool    *manifest.Tool
+	// Arguments is the model's arguments object (raw JSON).
+	Arguments json.RawMessage
+	// Timeout bounds this call (the policy's per-tool timeout unless the
+	// tool's own timeout_ms overrides it).
+	Timeout time.Duration
+	// MaxResultBytes bounds Envelope.Data.
+	MaxResultBytes int
+	// Auth overrides the tool's execution auth when non-nil (a projected
+	// service-auth credential).
+	Auth *manifest.Auth
+}
+
+// Runner executes calls. Implementations are safe for concurrent use.
+type Runner interface {
+	Run(ctx context.Context, c Call) Envelope
+}
