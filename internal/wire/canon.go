@@ -1,0 +1,121 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// CanonicalJSON re-encodes a JSON value with object keys sorted, no
+// insignificant whitespace, no HTML escaping and numbers kept as written.
+// Two values equal as JSON documents (up to number spelling) give equal
+// bytes; duplicate detection and continuity keys rely on it.
+func CanonicalJSON(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return marshalCanonical(v)
+}
+
+func marshalCanonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// MarshalCanonical encodes v (a value built from maps, slices and scalars)
+// the way CanonicalJSON does.
+func MarshalCanonical(v any) ([]byte, error) { return marshalCanonical(v) }
+
+// ObjectArguments returns raw as canonical JSON when it is a JSON object,
+// treating empty input as {}. Models sometimes send malformed arguments; the
+// error lets the caller answer with invalid_arguments instead of calling
+// the service.
+func ObjectArguments(raw []byte) ([]byte, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return []byte("{}"), nil
+	}
+	if t[0] != '{' {
+		return nil, fmt.Errorf("arguments must be a JSON object")
+	}
+	c, err := CanonicalJSON(t)
+	if err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	return c, nil
+}
+
+// DecodeObject decodes a JSON object into a map of raw members.
+func DecodeObject(raw []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	}
+	return m, nil
+}
+
+// String decodes a raw JSON string member; absent or null gives "".
+func String(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Bool decodes a raw JSON bool member; absent or null gives false.
+func Bool(raw json.RawMessage) bool {
+	var b bool
+	_ = json.Unmarshal(raw, &b)
+	return b
+}
+
+// Quote returns s as a JSON string.
+func Quote(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// ChunkText splits s into pieces of at most n bytes on rune boundaries, so
+// a synthetic stream looks like one. An empty s gives no pieces.
+func ChunkText(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		if cut == 0 {
+			cut = n
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// JoinText concatenates text pieces.
+func JoinText(parts []string) string { return strings.Join(parts, "") }

@@ -1,0 +1,166 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// view is the decoded part of a response the format needs again later.
+type view struct {
+	top     map[string]json.RawMessage
+	message map[string]json.RawMessage
+	// calls are the raw tool_calls elements, in order, kept byte for byte
+	// (providers attach extra members, e.g. thought signatures, that must
+	// be echoed back).
+	calls []json.RawMessage
+	// created and fingerprint are reused by the synthetic stream.
+	created json.RawMessage
+}
+
+type wireCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// ParseResponse implements wire.Format. Only choices[0] is considered.
+func (Format) ParseResponse(body []byte) (*wire.Response, error) {
+	top, err := wire.DecodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	var choices []map[string]json.RawMessage
+	if err := json.Unmarshal(top["choices"], &choices); err != nil || len(choices) == 0 || choices[0] == nil {
+		return nil, fmt.Errorf("%w: choices: want a non-empty array of objects", wire.ErrMalformed)
+	}
+	msg, err := wire.DecodeObject(choices[0]["message"])
+	if err != nil {
+		return nil, fmt.Errorf("%w: choices[0].message", wire.ErrMalformed)
+	}
+	resp := &wire.Response{Raw: body}
+	resp.ID, _ = wire.String(top["id"])
+	resp.Model, _ = wire.String(top["model"])
+	resp.Stop, _ = wire.String(choices[0]["finish_reason"])
+	resp.Text = contentText(msg["content"])
+	v := &view{top: top, message: msg, created: top["created"]}
+	if raw, ok := msg["tool_calls"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &v.calls); err != nil {
+			return nil, fmt.Errorf("%w: tool_calls: %v", wire.ErrMalformed, err)
+		}
+		for i, c := range v.calls {
+			var wc wireCall
+			if err := json.Unmarshal(c, &wc); err != nil {
+				return nil, fmt.Errorf("%w: tool_calls[%d]: %v", wire.ErrMalformed, i, err)
+			}
+			args, ok := wire.String(wc.Function.Arguments)
+			if !ok { // some providers send an object instead of a string
+				args = string(wc.Function.Arguments)
+			}
+			resp.Calls = append(resp.Calls, wire.Call{ID: wc.ID, Name: wc.Function.Name, Arguments: json.RawMessage(args)})
+		}
+	}
+	if raw, ok := top["usage"]; ok && string(raw) != "null" {
+		var u struct {
+			Prompt     int `json:"prompt_tokens"`
+			Completion int `json:"completion_tokens"`
+		}
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return nil, fmt.Errorf("%w: usage: %v", wire.ErrMalformed, err)
+		}
+		resp.Usage = wire.Usage{Input: u.Prompt, Output: u.Completion}
+	}
+	resp.Priv = v
+	return resp, nil
+}
+
+// contentText is the text of a content value: a string, null, or parts.
+func contentText(raw json.RawMessage) string {
+	if s, ok := wire.String(raw); ok {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	out := ""
+	for _, p := range parts {
+		if p.Type == "text" {
+			out += p.Text
+		}
+	}
+	return out
+}
+
+func viewOf(resp *wire.Response) (*view, error) {
+	v, ok := resp.Priv.(*view)
+	if !ok {
+		return nil, fmt.Errorf("openai: response was not parsed by this format")
+	}
+	return v, nil
+}
+
+// AssistantTurn implements wire.Format. The message is rebuilt from
+// role, content and the kept tool_calls; response-only members (refusal,
+// annotations, audio) are not sent back.
+func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, error) {
+	v, err := viewOf(resp)
+	if err != nil {
+		return nil, err
+	}
+	content := v.message["content"]
+	if len(content) == 0 {
+		content = json.RawMessage("null")
+	}
+	out := map[string]json.RawMessage{"role": json.RawMessage(`"assistant"`), "content": content}
+	var calls []json.RawMessage
+	if keep == nil {
+		calls = v.calls
+	} else {
+		for _, i := range keep {
+			calls = append(calls, v.calls[i])
+		}
+	}
+	if len(calls) > 0 {
+		b, err := json.Marshal(calls)
+		if err != nil {
+			return nil, err
+		}
+		out["tool_calls"] = b
+	}
+	return json.Marshal(out)
+}
+
+// FinalBody implements wire.Format.
+func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
+	v, err := viewOf(resp)
+	if err != nil {
+		return nil, err
+	}
+	top := make(map[string]json.RawMessage, len(v.top))
+	for k, val := range v.top {
+		top[k] = val
+	}
+	usage := map[string]json.RawMessage{}
+	if raw, ok := v.top["usage"]; ok {
+		_ = json.Unmarshal(raw, &usage)
+		if usage == nil {
+			usage = map[string]json.RawMessage{}
+		}
+	}
+	usage["prompt_tokens"], _ = json.Marshal(total.Input)
+	usage["completion_tokens"], _ = json.Marshal(total.Output)
+	usage["total_tokens"], _ = json.Marshal(total.Input + total.Output)
+	top["usage"], err = json.Marshal(usage)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(top)
+}

@@ -1,0 +1,168 @@
+// Package wire holds exactly what differs between the two API formats cllama
+// mediates (OpenAI chat completions and Anthropic messages): how a request
+// lists messages and tools, how a response carries text and tool calls, how a
+// tool round is appended, how a conversation message is canonicalised for
+// continuity, and how a final answer is written as JSON or as a stream.
+// Every mediation rule lives in internal/mediate and uses only this package's
+// Format interface ("One loop, two formats", ARCHITECTURE.md).
+//
+// Bodies keep every field the proxy does not interpret byte for byte: the
+// top level of a request is a map of raw values and messages stay raw until
+// a rule needs to look inside one.
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Format is one provider wire format. Implementations are stateless and safe
+// for concurrent use.
+type Format interface {
+	// Name is "openai" or "anthropic".
+	Name() string
+
+	// ParseRequest decodes a runner request. OpenAI legacy functions[] and
+	// function_call are normalised into tools[] and tool_choice.
+	ParseRequest(body []byte) (*Request, error)
+	// ToolDefinition renders one managed tool as the format declares tools.
+	ToolDefinition(name, description string, schema json.RawMessage) (json.RawMessage, error)
+	// RewriteToolChoice renames the tool a tool_choice names, when rename
+	// returns ok; other tool_choice values are left untouched.
+	RewriteToolChoice(r *Request, rename func(name string) (string, bool)) error
+	// PrepareUpstream makes the request non-streaming for the upstream call
+	// (spec 000: stream:false when managed tools are injected).
+	PrepareUpstream(r *Request)
+
+	// ParseResponse decodes a non-streaming upstream response.
+	ParseResponse(body []byte) (*Response, error)
+	// AssistantTurn is the assistant message for resp carrying only the
+	// tool calls whose indexes are in keep (all of them when keep is nil).
+	AssistantTurn(resp *Response, keep []int) (json.RawMessage, error)
+	// ResultTurn renders tool results as the message(s) that follow an
+	// assistant turn.
+	ResultTurn(results []Result) ([]json.RawMessage, error)
+
+	// Canonical reduces a conversation message to what identifies it for
+	// continuity, so that a runner re-serialising it (content string vs
+	// parts, null vs "", cache markers, key order) yields the same bytes.
+	// System messages report System true and take no part in the key
+	// (feeds rewrite them every turn; spec 003).
+	Canonical(msg json.RawMessage) (Canon, error)
+
+	// FinalBody renders resp as the runner's non-streaming response, with
+	// usage replaced by the sum over all rounds.
+	FinalBody(resp *Response, total Usage) ([]byte, error)
+	// StreamEvents renders resp as the format's SSE stream.
+	StreamEvents(resp *Response, total Usage, includeUsage bool) ([]Event, error)
+	// ErrorBody is an error response body in this format.
+	ErrorBody(kind, message string) []byte
+	// ErrorEvent is the in-stream error event of this format, used once a
+	// stream has started and a status code can no longer be sent.
+	ErrorEvent(kind, message string) Event
+}
+
+// Request is a parsed runner request. Fields holds every top-level member
+// except messages and tools, verbatim.
+type Request struct {
+	Fields   map[string]json.RawMessage
+	Messages []json.RawMessage
+	// Tools are the tool definitions in order: the runner's own first.
+	Tools []json.RawMessage
+	// ToolNames are the names of the runner's own tools.
+	ToolNames []string
+	// Stream and IncludeUsage are what the runner asked for.
+	Stream       bool
+	IncludeUsage bool
+}
+
+// Encode renders the request as JSON.
+func (r *Request) Encode() ([]byte, error) {
+	out := make(map[string]json.RawMessage, len(r.Fields)+2)
+	for k, v := range r.Fields {
+		out[k] = v
+	}
+	msgs, err := json.Marshal(r.Messages)
+	if err != nil {
+		return nil, err
+	}
+	out["messages"] = msgs
+	if len(r.Tools) > 0 {
+		tools, err := json.Marshal(r.Tools)
+		if err != nil {
+			return nil, err
+		}
+		out["tools"] = tools
+	}
+	return json.Marshal(out)
+}
+
+// Call is one tool call of a model response.
+type Call struct {
+	ID string
+	// Name is the name the model used (a presented alias for managed tools).
+	Name string
+	// Arguments is the arguments as the model sent them: a JSON object, or
+	// for OpenAI possibly malformed text.
+	Arguments json.RawMessage
+}
+
+// Usage is token usage of one or more model calls.
+type Usage struct {
+	Input  int
+	Output int
+}
+
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage { return Usage{u.Input + v.Input, u.Output + v.Output} }
+
+// Response is a decoded non-streaming model response.
+type Response struct {
+	ID    string
+	Model string
+	// Text is all text content, concatenated.
+	Text  string
+	Calls []Call
+	// Stop is finish_reason (OpenAI) or stop_reason (Anthropic).
+	Stop  string
+	Usage Usage
+	// Raw is the response body as received; the format keeps its own
+	// decoded view in private fields.
+	Raw  []byte
+	Priv any
+}
+
+// Result is one tool result to append.
+type Result struct {
+	CallID string
+	// Content is the result envelope as JSON text.
+	Content []byte
+	IsError bool
+}
+
+// Role is a message's role as far as continuity cares.
+type Role int
+
+// Roles.
+const (
+	RoleOther Role = iota
+	RoleSystem
+	RoleUser
+	RoleAssistant
+	RoleTool
+)
+
+// Canon is a message's canonical identity.
+type Canon struct {
+	Role  Role
+	Bytes []byte
+}
+
+// Event is one SSE event: an optional event name and its data.
+type Event struct {
+	Name string
+	Data []byte
+}
+
+// ErrMalformed wraps every parse error of a body.
+var ErrMalformed = errors.New("malformed body")
