@@ -1,0 +1,88 @@
+package feeds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// errStatus is a non-2xx feed response.
+type errStatus struct{ code int }
+
+func (e errStatus) Error() string { return fmt.Sprintf("feed service answered HTTP %d", e.code) }
+
+// acceptFeed states what a feed may be (spec 003: text, markdown or JSON).
+const acceptFeed = "text/markdown, text/plain, application/json;q=0.9, */*;q=0.1"
+
+// get performs the GET of one feed with the caller-identity headers of spec
+// 003 §5 (X-Claw-ID, X-Claw-Pod) and the feed's bearer: feed.Auth from
+// feeds.json, else the agent's service-auth projection for feed.Source. It
+// reads at most maxBody bytes of a 2xx body; limited reports that there was
+// more. Any other status is an error.
+func (d *Decorator) get(ctx context.Context, x *exchange.Exchange, f *manifest.Feed) (body []byte, ctype string, limited bool, status int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.FetchURL(), nil)
+	if err != nil {
+		return nil, "", false, 0, err
+	}
+	req.Header.Set("Accept", acceptFeed)
+	req.Header.Set("User-Agent", "cllama-feeds")
+	req.Header.Set("X-Claw-ID", x.Agent.ID)
+	if x.Pod != "" {
+		req.Header.Set("X-Claw-Pod", x.Pod)
+	}
+	if tok := bearerFor(x, f); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, "", false, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Drain a little so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, "", false, resp.StatusCode, errStatus{resp.StatusCode}
+	}
+	body, err = io.ReadAll(io.LimitReader(resp.Body, d.maxBody+1))
+	if err != nil {
+		return nil, "", false, resp.StatusCode, fmt.Errorf("reading feed body: %w", err)
+	}
+	if int64(len(body)) > d.maxBody {
+		body, limited = body[:d.maxBody], true
+	}
+	return body, resp.Header.Get("Content-Type"), limited, resp.StatusCode, nil
+}
+
+func bearerFor(x *exchange.Exchange, f *manifest.Feed) string {
+	if f.Auth != "" {
+		return f.Auth
+	}
+	if b := x.Agent.ServiceAuth[f.Source].Bearer(); b != nil {
+		return b.Token
+	}
+	return ""
+}
+
+// failureReason says, for the model, why a fetch failed, without the URL or
+// the transport's wording (those go to the audit log).
+func failureReason(err error, status int, timeout time.Duration) string {
+	var ne net.Error
+	var se errStatus
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("the feed service answered HTTP %d", se.code)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("the feed service did not answer within %s", timeout)
+	case status != 0:
+		return "the feed response was cut off"
+	default:
+		return "the feed service could not be reached"
+	}
+}
