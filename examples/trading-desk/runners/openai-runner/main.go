@@ -1,0 +1,119 @@
+// Command openai-runner is a tiny reference agent speaking the OpenAI chat
+// completions API through the official openai-go SDK. It knows nothing of the
+// pod: OPENAI_BASE_URL points it at cllama and OPENAI_API_KEY holds its
+// cllama token, as the SDK expects. It carries one runner-native tool
+// (save_note) and plays a short scripted conversation, printing a transcript.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/clawdapus/clawgo/examples/trading-desk/runners/convo"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+var defaultTurns = []convo.Turn{
+	{User: "What does my portfolio look like right now?", Stream: true},
+	{User: "Save a note with that summary.", Stream: false},
+}
+
+func main() {
+	cfg, err := convo.LoadConfig(defaultTurns)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "openai-runner:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	t := &convo.Transcript{Out: os.Stdout, Runner: cfg.Name}
+	err = run(ctx, cfg, t)
+	if err != nil {
+		t.Failure = err.Error()
+	}
+	t.Summary()
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg convo.Config, t *convo.Transcript) error {
+	client := openai.NewClient() // reads OPENAI_BASE_URL and OPENAI_API_KEY
+	notes := &convo.Notes{}
+	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name:        convo.NoteToolName,
+		Description: openai.String(convo.NoteToolDescription),
+		Parameters:  shared.FunctionParameters{"type": "object", "properties": convo.NoteToolProperties, "required": []string{"text"}},
+	})}
+	var history []openai.ChatCompletionMessageParamUnion
+	for _, turn := range cfg.Turns {
+		t.Line("user", turn.User)
+		history = append(history, openai.UserMessage(turn.User))
+		result := convo.TurnResult{User: turn.User, Stream: turn.Stream}
+		for step := 0; ; step++ {
+			if step == cfg.MaxSteps {
+				return fmt.Errorf("turn %q: no answer after %d steps", turn.User, step)
+			}
+			params := openai.ChatCompletionNewParams{Model: cfg.Model, Messages: history, Tools: tools}
+			msg, err := convo.Retry(ctx, 30*time.Second, func() (openai.ChatCompletionMessage, error) {
+				return complete(ctx, &client, params, turn.Stream)
+			})
+			if err != nil {
+				return fmt.Errorf("turn %q: %w", turn.User, err)
+			}
+			history = append(history, msg.ToParam())
+			if len(msg.ToolCalls) == 0 {
+				result.Answer = msg.Content
+				t.Line("assistant", msg.Content)
+				break
+			}
+			for _, call := range msg.ToolCalls {
+				out, _ := notes.Run(call.Function.Name, []byte(call.Function.Arguments))
+				t.Line("tool", fmt.Sprintf("%s(%s) -> %s [runner-native]", call.Function.Name, call.Function.Arguments, out))
+				result.NativeCalls = append(result.NativeCalls, call.Function.Name)
+				history = append(history, openai.ToolMessage(out, call.ID))
+			}
+		}
+		t.Turns = append(t.Turns, result)
+	}
+	return nil
+}
+
+// complete makes one model call, streaming or not, and returns the message.
+func complete(ctx context.Context, client *openai.Client, params openai.ChatCompletionNewParams, stream bool) (openai.ChatCompletionMessage, error) {
+	if !stream {
+		resp, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			return openai.ChatCompletionMessage{}, err
+		}
+		if len(resp.Choices) == 0 {
+			return openai.ChatCompletionMessage{}, fmt.Errorf("response has no choices")
+		}
+		return resp.Choices[0].Message, nil
+	}
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := client.Chat.Completions.NewStreaming(ctx, params)
+	defer s.Close()
+	var acc openai.ChatCompletionAccumulator
+	var text strings.Builder
+	for s.Next() {
+		chunk := s.Current()
+		acc.AddChunk(chunk)
+		if len(chunk.Choices) > 0 {
+			text.WriteString(chunk.Choices[0].Delta.Content)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return openai.ChatCompletionMessage{}, err
+	}
+	if len(acc.Choices) == 0 {
+		return openai.ChatCompletionMessage{}, fmt.Errorf("stream carried no choices")
+	}
+	return acc.Choices[0].Message, nil
+}
