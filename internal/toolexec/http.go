@@ -1,0 +1,164 @@
+package toolexec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// drainFactor bounds how far past MaxResponseBytes a too-long body is read
+// (and discarded) to learn its true size for original_bytes.
+const drainFactor = 16
+
+// httpRequest is a call rendered once, before any attempt: retries resend
+// exactly these bytes.
+type httpRequest struct {
+	method string
+	url    string
+	body   []byte // nil for GET and DELETE
+}
+
+// prepareHTTP renders the request (spec 000 "Path placeholders"): {param}
+// placeholders are filled from the arguments as single escaped segments,
+// {claw_id} from the agent id; GET and DELETE send what is left as the
+// query, other methods as a JSON body (wrapped under body_key when set).
+func (e *Executor) prepareHTTP(c Call, args map[string]any) (httpRequest, error) {
+	exec := &c.Tool.Execution
+	method := strings.ToUpper(exec.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	base, err := url.Parse(exec.BaseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return httpRequest{}, fmt.Errorf("tool %s has an invalid base_url", c.Tool.Name)
+	}
+	tmpl := parsePathTemplate(exec.Path)
+	path, err := tmpl.fill(args, c.AgentID)
+	if err != nil {
+		return httpRequest{}, err
+	}
+	req := httpRequest{method: method, url: strings.TrimRight(exec.BaseURL, "/") + path}
+	switch method {
+	case http.MethodGet, http.MethodDelete, http.MethodHead:
+		q, err := encodeQuery(args, tmpl.query)
+		if err != nil {
+			return httpRequest{}, err
+		}
+		if q != "" {
+			req.url += "?" + q
+		}
+	default:
+		if tmpl.query != "" {
+			req.url += "?" + tmpl.query
+		}
+		req.body, err = encodeBody(args, exec.BodyKey)
+		if err != nil {
+			return httpRequest{}, argErrorf("arguments cannot be encoded: %v", err)
+		}
+	}
+	return req, nil
+}
+
+// doHTTP makes one attempt.
+func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *manifest.Auth) (result, *failure) {
+	svc := c.Tool.Execution.Service
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		return result{}, &failure{code: CodeMisconfigured, message: fmt.Sprintf("tool %s cannot build its request", c.Tool.Name)}
+	}
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/plain;q=0.9, */*;q=0.8")
+	req.Header.Set("User-Agent", e.opts.UserAgent)
+	req.Header.Set("X-Claw-ID", c.AgentID)
+	applyAuth(req.Header, auth)
+
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return result{}, &failure{code: CodeUnavailable, message: fmt.Sprintf("cannot reach service %s: %s", svc, netReason(err)), transient: true}
+	}
+	defer resp.Body.Close()
+
+	limit := e.opts.MaxResponseBytes
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return result{}, &failure{code: CodeUnavailable, message: fmt.Sprintf("service %s broke off its answer: %s", svc, netReason(err)), transient: true}
+	}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := fmt.Sprintf("service %s answered %s", svc, statusText(resp.StatusCode))
+		if s := snippet(string(data), e.opts.ErrorSnippetBytes); s != "" {
+			msg += ": " + s
+		}
+		transient := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout
+		return result{}, &failure{code: CodeServiceError, message: msg, transient: transient}
+	}
+
+	if int64(len(data)) > limit {
+		// Too long to hold: keep the first bytes, learn the true size by
+		// reading on (bounded), and report it truncated.
+		data = data[:limit]
+		rest, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, limit*drainFactor))
+		size := int64(len(data)) + 1 + rest
+		if resp.ContentLength > size {
+			size = resp.ContentLength
+		}
+		return result{text: string(data), isText: true, cut: true, fullSize: int(size)}, nil
+	}
+	return decodeAnswer(data, resp.Header.Get("Content-Type")), nil
+}
+
+// decodeAnswer turns a complete 2xx body into a result: JSON stays JSON
+// (compacted); anything else is text; an empty body is null.
+func decodeAnswer(data []byte, contentType string) result {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return result{json: jsonNull}
+	}
+	if jsonish(contentType, data) {
+		if canon, ok := canonicalJSON(data); ok {
+			return result{json: canon}
+		}
+	}
+	return result{text: string(data), isText: true}
+}
+
+// jsonish reports whether a body should be read as JSON: its media type is
+// JSON (application/json, */*+json), or it has none and looks like JSON.
+func jsonish(contentType string, data []byte) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if contentType == "" || err != nil {
+		t := bytes.TrimSpace(data)
+		return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// applyAuth sets the credential: a bearer token as Authorization (the
+// only type tools.json carries; "none" sends nothing).
+func applyAuth(h http.Header, auth *manifest.Auth) {
+	if auth == nil || auth.Token == "" {
+		return
+	}
+	if strings.EqualFold(auth.Type, "bearer") {
+		h.Set("Authorization", "Bearer "+auth.Token)
+	}
+}
+
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprintf("%d", code)
+}

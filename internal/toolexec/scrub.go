@@ -1,0 +1,93 @@
+package toolexec
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// Messages in envelopes reach the model, so nothing of a service's address
+// or credentials may appear in them (spec 000: the mediated path "hides
+// service URL and credential details from the agent"). Messages are built
+// from our own words where possible; scrub is the backstop for any text that
+// came from elsewhere (an error string, a service's error body).
+
+var (
+	urlPattern    = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`)
+	bearerPattern = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
+	authzPattern  = regexp.MustCompile(`(?i)(authorization|x-api-key|api[_-]?key|token)(["']?\s*[:=]\s*["']?)[^\s"',}]+`)
+)
+
+// scrubber removes one call's secrets and addresses from text.
+type scrubber struct {
+	service string
+	baseURL string
+	secrets []string // replaced by [redacted]
+	hosts   []string // replaced by the service name
+}
+
+func newScrubber(exec *manifest.Execution, auth *manifest.Auth) scrubber {
+	s := scrubber{service: exec.Service, baseURL: strings.TrimRight(exec.BaseURL, "/")}
+	if s.service == "" {
+		s.service = "service"
+	}
+	for _, a := range []*manifest.Auth{auth, exec.Auth} {
+		if a != nil && len(a.Token) >= 4 {
+			s.secrets = append(s.secrets, a.Token)
+		}
+	}
+	if u, err := url.Parse(exec.BaseURL); err == nil && u.Host != "" {
+		s.hosts = append(s.hosts, u.Host)
+		if h := u.Hostname(); h != "" && h != exec.Service && len(h) >= 3 {
+			s.hosts = append(s.hosts, h)
+		}
+	}
+	return s
+}
+
+// scrub returns text with URLs, credentials and the service's address
+// replaced.
+func (s scrubber) scrub(text string) string {
+	for _, secret := range s.secrets {
+		text = strings.ReplaceAll(text, secret, "[redacted]")
+	}
+	text = urlPattern.ReplaceAllString(text, "[url]")
+	text = bearerPattern.ReplaceAllString(text, "$1 [redacted]")
+	text = authzPattern.ReplaceAllString(text, "$1$2[redacted]")
+	for _, h := range s.hosts {
+		text = strings.ReplaceAll(text, h, s.service)
+	}
+	return text
+}
+
+// scrubKnown removes only this call's credentials and service address,
+// leaving other text (and other URLs) as written.
+func (s scrubber) scrubKnown(text string) string {
+	for _, secret := range s.secrets {
+		text = strings.ReplaceAll(text, secret, "[redacted]")
+	}
+	if s.baseURL != "" {
+		text = strings.ReplaceAll(text, s.baseURL, "[service]")
+	}
+	for _, h := range s.hosts {
+		text = strings.ReplaceAll(text, h, s.service)
+	}
+	return text
+}
+
+// snippet bounds text to at most n bytes (cut on a rune boundary) and
+// collapses whitespace so a service's error page reads as one line.
+func snippet(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= n {
+		return text
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
