@@ -55,11 +55,11 @@ type Format interface {
 	FinalBody(resp *Response, total Usage) ([]byte, error)
 	// StreamEvents renders resp as the format's SSE stream.
 	StreamEvents(resp *Response, total Usage, includeUsage bool) ([]Event, error)
-	// ErrorBody is an error response body in this format.
-	ErrorBody(kind, message string) []byte
-	// ErrorEvent is the in-stream error event of this format, used once a
-	// stream has started and a status code can no longer be sent.
-	ErrorEvent(kind, message string) Event
+	// RelaxToolChoice turns a tool_choice that forces a tool call (a named
+	// tool, "required", "any") into "auto", so that after a hidden round
+	// the model can answer instead of calling the same tool until the
+	// round budget runs out.
+	RelaxToolChoice(r *Request)
 }
 
 // Request is a parsed runner request. Fields holds every top-level member

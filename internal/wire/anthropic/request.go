@@ -116,13 +116,23 @@ func (Format) ResultTurn(results []wire.Result) ([]json.RawMessage, error) {
 	return []json.RawMessage{b}, nil
 }
 
-// ErrorBody implements wire.Format: {"type":"error","error":{"type","message"}}.
-func (Format) ErrorBody(kind, message string) []byte {
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": message}})
-	return b
-}
-
-// ErrorEvent implements wire.Format: the "error" event.
-func (f Format) ErrorEvent(kind, message string) wire.Event {
-	return wire.Event{Name: "error", Data: f.ErrorBody(kind, message)}
+// RelaxToolChoice implements wire.Format; disable_parallel_tool_use is kept.
+func (Format) RelaxToolChoice(r *wire.Request) {
+	raw, ok := r.Fields["tool_choice"]
+	if !ok {
+		return
+	}
+	choice, err := wire.DecodeObject(raw)
+	if err != nil {
+		return
+	}
+	typ, _ := wire.String(choice["type"])
+	if typ != "tool" && typ != "any" {
+		return
+	}
+	out := map[string]json.RawMessage{"type": json.RawMessage(`"auto"`)}
+	if d, ok := choice["disable_parallel_tool_use"]; ok {
+		out["disable_parallel_tool_use"] = d
+	}
+	r.Fields["tool_choice"], _ = json.Marshal(out)
 }

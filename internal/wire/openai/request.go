@@ -217,14 +217,14 @@ func (Format) ResultTurn(results []wire.Result) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// ErrorBody implements wire.Format: {"error":{"message","type","code"}}.
-func (Format) ErrorBody(kind, message string) []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]string{"message": message, "type": "proxy_error", "code": kind}})
-	return b
-}
-
-// ErrorEvent implements wire.Format: a data-only chunk carrying "error",
-// as the API itself sends mid-stream.
-func (f Format) ErrorEvent(kind, message string) wire.Event {
-	return wire.Event{Data: f.ErrorBody(kind, message)}
+// RelaxToolChoice implements wire.Format.
+func (Format) RelaxToolChoice(r *wire.Request) {
+	raw, ok := r.Fields["tool_choice"]
+	if !ok {
+		return
+	}
+	if s, isString := wire.String(raw); isString && s != "required" {
+		return
+	}
+	r.Fields["tool_choice"] = json.RawMessage(`"auto"`)
 }

@@ -1,0 +1,223 @@
+package mediate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// aliasPattern is what both providers accept as a tool name.
+var aliasPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// catalog is one manifest's managed tools as presented to a model: the
+// provider-safe alias of every canonical name and the pre-rendered tool
+// definitions of both formats. It is built once per manifest snapshot
+// (issue 3 "The alias map is built once per manifest") and shared.
+type catalog struct {
+	tools       []*manifest.Tool
+	byCanonical map[string]*manifest.Tool
+	alias       map[string]string // canonical -> alias
+	byAlias     map[string]*manifest.Tool
+	// defs[format name][i] is tools[i]'s definition under its alias.
+	defs map[string][]json.RawMessage
+}
+
+// catalogCache maps a manifest snapshot to its catalog. Keys are weak, so a
+// reloaded agent's old manifest and its catalog are dropped with it.
+type catalogCache struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[manifest.Tools]]*catalog
+}
+
+func newCatalogCache() *catalogCache {
+	return &catalogCache{m: map[weak.Pointer[manifest.Tools]]*catalog{}}
+}
+
+func (cc *catalogCache) get(t *manifest.Tools, formats []wire.Format) (*catalog, error) {
+	key := weak.Make(t)
+	cc.mu.Lock()
+	c, ok := cc.m[key]
+	cc.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := buildCatalog(t, formats)
+	if err != nil {
+		return nil, err
+	}
+	cc.mu.Lock()
+	if prev, ok := cc.m[key]; ok {
+		c = prev
+	} else {
+		cc.m[key] = c
+		runtime.AddCleanup(t, func(k weak.Pointer[manifest.Tools]) {
+			cc.mu.Lock()
+			delete(cc.m, k)
+			cc.mu.Unlock()
+		}, key)
+	}
+	cc.mu.Unlock()
+	return c, nil
+}
+
+func buildCatalog(t *manifest.Tools, formats []wire.Format) (*catalog, error) {
+	c := &catalog{
+		byCanonical: make(map[string]*manifest.Tool, len(t.Tools)),
+		alias:       make(map[string]string, len(t.Tools)),
+		byAlias:     make(map[string]*manifest.Tool, len(t.Tools)),
+		defs:        map[string][]json.RawMessage{},
+	}
+	// First pass: the readable alias; names it gives to two tools, or that
+	// do not fit, take a hashed form instead.
+	count := map[string]int{}
+	for i := range t.Tools {
+		tool := &t.Tools[i]
+		c.tools = append(c.tools, tool)
+		c.byCanonical[tool.Name] = tool
+		count[readableAlias(tool.Name)]++
+	}
+	for _, tool := range c.tools {
+		a := readableAlias(tool.Name)
+		if count[a] > 1 || !aliasPattern.MatchString(a) {
+			a = hashedAlias(tool.Name)
+		}
+		if _, taken := c.byAlias[a]; taken {
+			return nil, fmt.Errorf("tools.json: tool %q: alias %q collides", tool.Name, a)
+		}
+		c.alias[tool.Name] = a
+		c.byAlias[a] = tool
+	}
+	for _, f := range formats {
+		defs := make([]json.RawMessage, 0, len(c.tools))
+		for _, tool := range c.tools {
+			d, err := f.ToolDefinition(c.alias[tool.Name], tool.Description, tool.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("tools.json: tool %q: %v", tool.Name, err)
+			}
+			defs = append(defs, d)
+		}
+		c.defs[f.Name()] = defs
+	}
+	return c, nil
+}
+
+// readableAlias turns "<service>.<tool>" into "<service>__<tool>" with any
+// other character outside [a-zA-Z0-9_-] replaced by "_".
+func readableAlias(canonical string) string {
+	svc, tool, _ := strings.Cut(canonical, ".")
+	return sanitize(svc) + "__" + sanitize(tool)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// hashedAlias is a readable prefix plus a digest of the canonical name:
+// stable and unique for any manifest.
+func hashedAlias(canonical string) string {
+	sum := sha256.Sum256([]byte(canonical))
+	suffix := "_" + hex.EncodeToString(sum[:5])
+	prefix := readableAlias(canonical)
+	if max := 64 - len(suffix); len(prefix) > max {
+		prefix = prefix[:max]
+	}
+	return prefix + suffix
+}
+
+// resolve returns the managed tool a model-emitted name refers to: its
+// alias or, leniently, its canonical name.
+func (c *catalog) resolve(name string) (*manifest.Tool, bool) {
+	if t, ok := c.byAlias[name]; ok {
+		return t, true
+	}
+	t, ok := c.byCanonical[name]
+	return t, ok
+}
+
+// presentation is the per-request view of the catalog: usually the shared
+// aliases; when the runner declares a tool whose name equals an alias, that
+// tool keeps its name and the managed tool is presented under a hashed
+// alias for this request.
+type presentation struct {
+	c       *catalog
+	alias   map[string]string // canonical -> presented (only overrides)
+	byName  map[string]*manifest.Tool
+	defs    []json.RawMessage
+	natives map[string]bool
+}
+
+func (c *catalog) present(f wire.Format, nativeNames []string) (*presentation, error) {
+	p := &presentation{c: c, defs: c.defs[f.Name()], natives: make(map[string]bool, len(nativeNames))}
+	for _, n := range nativeNames {
+		p.natives[n] = true
+	}
+	for i, tool := range c.tools {
+		if !p.natives[c.alias[tool.Name]] {
+			continue
+		}
+		if p.alias == nil {
+			p.alias = map[string]string{}
+			p.byName = map[string]*manifest.Tool{}
+			p.defs = append([]json.RawMessage(nil), p.defs...)
+		}
+		a := hashedAlias("runner-collision:" + tool.Name)
+		d, err := f.ToolDefinition(a, tool.Description, tool.InputSchema)
+		if err != nil {
+			return nil, err
+		}
+		p.alias[tool.Name] = a
+		p.byName[a] = tool
+		p.defs[i] = d
+	}
+	return p, nil
+}
+
+// name is the presented name of a managed tool.
+func (p *presentation) name(canonical string) string {
+	if a, ok := p.alias[canonical]; ok {
+		return a
+	}
+	return p.c.alias[canonical]
+}
+
+// owner classifies a model-emitted tool name. Runner tools win over managed
+// names; a name that is neither is answered by the proxy (unknown tool,
+// fail closed: spec 000 "reject unknown tools").
+func (p *presentation) owner(name string) (tool *manifest.Tool, native bool) {
+	if t, ok := p.byName[name]; ok {
+		return t, false
+	}
+	if p.natives[name] {
+		return nil, true
+	}
+	if t, ok := p.c.resolve(name); ok {
+		return t, false
+	}
+	return nil, false
+}
+
+// choiceTarget maps a tool_choice name (canonical or alias) of a managed
+// tool to its presented name.
+func (p *presentation) choiceTarget(name string) (string, bool) {
+	if p.natives[name] {
+		return "", false
+	}
+	if t, ok := p.c.resolve(name); ok {
+		return p.name(t.Name), true
+	}
+	return "", false
+}

@@ -1,0 +1,97 @@
+package mediate
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// Continuity (spec 000 "mediated mode creates a hidden tool loop … MUST
+// preserve effective tool-round context across turns"; ARCHITECTURE.md
+// "Continuity is per conversation").
+//
+// The hidden assistant/tool messages of a turn are stored under a key made
+// of the format, the agent, and a chained hash of the conversation's
+// visible (runner-side) messages up to and including the message the turn
+// answered with: the final text, or the native tool-call response of a
+// handoff. On every request the same chain is computed over the runner's
+// messages; where an assistant message's chain matches a stored key, the
+// hidden messages are inserted right before it. Messages are hashed in the
+// format's canonical form, so a runner re-serialising them does not break
+// the key, and system messages are left out because feeds rewrite them on
+// every turn (spec 003).
+//
+// A handoff (hidden rounds followed by a native-only response) is the same
+// mechanism: its key ends at the native tool-call message, so the runner's
+// follow-up carrying the native results gets the hidden transcript inserted
+// once, right before that message (spec 002 "Mediation Loop" case 4). The
+// entry stays, so later turns of the conversation remain coherent too.
+
+// chain is a running hash over canonical messages.
+type chain [sha256.Size]byte
+
+var chainSeed = chain(sha256.Sum256([]byte("clawgo continuity v1")))
+
+// next returns the chain extended by one canonical message.
+func (c chain) next(canon []byte) chain {
+	h := sha256.New()
+	h.Write(c[:])
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(canon)))
+	h.Write(n[:])
+	h.Write(canon)
+	var out chain
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// continuityKey scopes a chain to a format and an agent.
+func continuityKey(format, agent string, c chain) string {
+	h := sha256.New()
+	h.Write([]byte(format))
+	h.Write([]byte{0})
+	h.Write([]byte(agent))
+	h.Write([]byte{0})
+	h.Write(c[:])
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// restore inserts stored hidden rounds into msgs and returns the new
+// message list and the chain over the visible messages.
+func restore(f wire.Format, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain, int) {
+	c := chainSeed
+	out := msgs
+	inserted := 0
+	copied := false
+	for i, m := range msgs {
+		canon, err := f.Canonical(m)
+		if err != nil {
+			canon = wire.Canon{Role: wire.RoleOther, Bytes: m}
+		}
+		if canon.Role == wire.RoleSystem {
+			if copied {
+				out = append(out, m)
+			}
+			continue
+		}
+		c = c.next(canon.Bytes)
+		if canon.Role == wire.RoleAssistant && store != nil {
+			if hidden, ok := store.Get(continuityKey(f.Name(), agent, c)); ok {
+				if !copied {
+					out = make([]json.RawMessage, 0, len(msgs)+len(hidden))
+					out = append(out, msgs[:i]...)
+					copied = true
+				}
+				out = append(out, hidden...)
+				inserted += len(hidden)
+			}
+		}
+		if copied {
+			out = append(out, m)
+		}
+	}
+	return out, c, inserted
+}

@@ -1,0 +1,118 @@
+// Package mediate owns the managed-tool loop of cllama (spec 000 "mediated
+// mode", 002 "Runtime Behavior", 004 issue 151): one format-neutral loop
+// that presents an agent's managed tools next to the runner's own, calls
+// the model without streaming, executes managed calls through a
+// toolexec.Runner, applies the ownership rules, duplicates and budgets,
+// keeps hidden rounds across turns (continuity and handoff), answers the
+// runner with JSON or a synthetic stream, and records history and audit.
+//
+// It does not authenticate, route, decorate or relay passthrough traffic
+// (internal/proxy, internal/feeds), nor run a call itself
+// (internal/toolexec). Format differences live in internal/wire.
+//
+// Budget exhaustion (max_rounds reached with the model still calling
+// managed tools, or total_timeout_ms elapsed) ends the turn with a 502 and
+// an error body of the endpoint's format, type "tool_budget_exhausted",
+// naming the budget; if a stream has already started (keepalives sent) the
+// same error goes in-band as the format's error event. No partial answer
+// is ever sent (spec 000: "If cllama itself fails (internal error, budget
+// exhaustion), it returns 502 to the runner").
+package mediate
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
+	"github.com/clawdapus/clawgo/internal/wire/openai"
+)
+
+// Recorder appends session-history entries (history.Writer implements it).
+type Recorder interface {
+	Append(e history.Entry) error
+}
+
+// Options configure a Mediator. Zero values mean the documented defaults.
+type Options struct {
+	// Runner executes managed calls. Required.
+	Runner toolexec.Runner
+	// Audit receives one tool_call event per managed call. Nil discards.
+	Audit *audit.Logger
+	// History receives one entry per mediated exchange. Nil records nothing.
+	History Recorder
+	// Continuity stores hidden rounds across turns. Nil opens an
+	// in-memory store; use OpenStore with a directory to survive restarts.
+	Continuity *Store
+	// KeepaliveInterval is the spacing of SSE keepalive comments while a
+	// streaming turn runs hidden rounds (default 1s; issue 3 asks for at
+	// most about one a second).
+	KeepaliveInterval time.Duration
+	// MaxResponseBytes bounds one upstream response body (default 32 MiB).
+	MaxResponseBytes int64
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Mediator implements exchange.Mediator. It is safe for concurrent use.
+type Mediator struct {
+	opt      Options
+	formats  map[exchange.Format]wire.Format
+	catalogs *catalogCache
+}
+
+var _ exchange.Mediator = (*Mediator)(nil)
+
+// New returns a Mediator.
+func New(o Options) *Mediator {
+	if o.KeepaliveInterval <= 0 {
+		o.KeepaliveInterval = time.Second
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = 32 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Continuity == nil {
+		o.Continuity, _ = OpenStore(StoreOptions{Now: o.Now}) // in memory: cannot fail
+	}
+	return &Mediator{
+		opt:      o,
+		formats:  map[exchange.Format]wire.Format{exchange.OpenAI: openai.New(), exchange.Anthropic: anthropic.New()},
+		catalogs: newCatalogCache(),
+	}
+}
+
+// Mediate implements exchange.Mediator.
+func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) {
+	f, ok := m.formats[x.Format]
+	if !ok {
+		apierror.Write(w, exchange.OpenAI, http.StatusInternalServerError, apierror.TypeAPI, "cllama: unsupported format "+string(x.Format))
+		return
+	}
+	if x.Agent == nil || x.Agent.Tools == nil {
+		apierror.Write(w, x.Format, http.StatusInternalServerError, apierror.TypeAPI, "cllama: mediation called for an agent without managed tools")
+		return
+	}
+	if x.Agent.ToolsErr != nil {
+		apierror.Write(w, x.Format, http.StatusInternalServerError, apierror.TypeManifest, "cllama: agent "+x.Agent.ID+": "+x.Agent.ToolsErr.Error())
+		return
+	}
+	t, fail := m.newTurn(x, f)
+	if fail != nil {
+		apierror.Write(w, x.Format, fail.status, fail.errType, fail.msg)
+		return
+	}
+	rs := newResponder(w, x.Format, f, t.req.Stream, m.opt.KeepaliveInterval)
+	rs.startKeepalive()
+	out := t.run(r.Context())
+	rs.stopKeepalive()
+	rs.finish(out, t.usage, t.req.IncludeUsage)
+	m.record(t, out)
+}

@@ -1,0 +1,56 @@
+package mediate
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+)
+
+// record writes the session-history entry of a mediated exchange (spec
+// 000 "Session history expands with a tool_trace field"): status, usage
+// over every model call with total_rounds, and the per-round trace.
+// Failed turns are recorded too.
+func (m *Mediator) record(t *turn, out outcome) {
+	if m.opt.History == nil {
+		return
+	}
+	x := t.x
+	e := history.Entry{
+		ID:        x.ID,
+		Timestamp: x.Start.UTC(),
+		AgentID:   x.Agent.ID,
+		Pod:       x.Pod,
+		Format:    string(x.Format),
+		Model:     x.Model,
+		Stream:    x.Stream,
+		Status:    history.StatusOK,
+		// The trace lists rounds; total_rounds counts the model calls
+		// that made the answer (hidden rounds plus the final one).
+		Usage:     history.Usage{PromptTokens: t.usage.Input, CompletionTokens: t.usage.Output, TotalRounds: t.calls},
+		ToolTrace: t.rounds,
+	}
+	if x.Start.IsZero() {
+		e.Timestamp = m.opt.Now().UTC()
+	} else {
+		e.LatencyMS = m.opt.Now().Sub(x.Start).Milliseconds()
+	}
+	if json.Valid(x.Original) {
+		e.Request = x.Original
+	}
+	if out.fail != nil {
+		e.Status, e.StatusCode, e.Error = history.StatusError, out.fail.status, out.fail.msg
+	} else {
+		e.StatusCode, e.Response = http.StatusOK, out.body
+	}
+	if err := m.opt.History.Append(e); err != nil {
+		m.auditError(x, "session history: "+err.Error())
+	}
+}
+
+// auditError reports a recording failure; it never fails the request.
+func (m *Mediator) auditError(x *exchange.Exchange, msg string) {
+	m.opt.Audit.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format), Mediated: true, Error: msg})
+}

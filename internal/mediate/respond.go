@@ -1,0 +1,133 @@
+package mediate
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/sse"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// responder writes the runner's response. For a streaming runner it sends
+// SSE keepalive comments while hidden rounds run (spec 000 "SHOULD keep the
+// downstream HTTP stream alive … with harmless SSE keepalive or progress
+// comments"); the status line goes out with the first keepalive, so a turn
+// that ends before then still gets a real status code.
+type responder struct {
+	w        http.ResponseWriter
+	format   exchange.Format
+	f        wire.Format
+	stream   bool
+	interval time.Duration
+
+	mu      sync.Mutex
+	started bool // status and stream headers written
+	sw      *sse.Writer
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newResponder(w http.ResponseWriter, format exchange.Format, f wire.Format, stream bool, interval time.Duration) *responder {
+	return &responder{w: w, format: format, f: f, stream: stream, interval: interval}
+}
+
+// startKeepalive starts the keepalive ticker of a streaming response.
+func (r *responder) startKeepalive() {
+	if !r.stream {
+		return
+	}
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(r.done)
+		tick := time.NewTicker(r.interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-tick.C:
+				r.mu.Lock()
+				r.beginLocked()
+				err := r.sw.Comment("cllama: running managed tools")
+				r.mu.Unlock()
+				if err != nil {
+					return // the client is gone; the request context ends the turn
+				}
+			}
+		}
+	}()
+}
+
+// stopKeepalive stops the ticker and waits for it.
+func (r *responder) stopKeepalive() {
+	if r.stop == nil {
+		return
+	}
+	close(r.stop)
+	<-r.done
+	r.stop = nil
+}
+
+func (r *responder) beginLocked() {
+	if r.started {
+		return
+	}
+	sse.PrepareHeader(r.w.Header())
+	r.w.WriteHeader(http.StatusOK)
+	r.sw = sse.NewWriter(r.w)
+	r.started = true
+}
+
+// finish writes the outcome: the final response as JSON or as a stream of
+// the format, or the failure as an error of the format (in-band once the
+// stream has started). A runner that went away gets nothing.
+func (r *responder) finish(out outcome, total wire.Usage, includeUsage bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if out.fail != nil {
+		r.fail(out.fail)
+		return
+	}
+	if !r.stream {
+		h := r.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(out.body)))
+		r.w.WriteHeader(http.StatusOK)
+		_, _ = r.w.Write(out.body)
+		return
+	}
+	events, err := r.f.StreamEvents(out.resp, total, includeUsage)
+	if err != nil {
+		r.fail(internalFailure("rendering the stream: %v", err))
+		return
+	}
+	r.beginLocked()
+	for _, e := range events {
+		if err := r.sw.Event(sse.Event{Name: e.Name, Data: e.Data}); err != nil {
+			return
+		}
+	}
+}
+
+func (r *responder) fail(f *failure) {
+	if f.clientGone {
+		return
+	}
+	if r.started {
+		_ = r.sw.Event(apierror.StreamEvent(r.format, f.errType, f.msg))
+		return
+	}
+	if f.upstream != nil {
+		h := r.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(f.upstream)))
+		r.w.WriteHeader(f.status)
+		_, _ = r.w.Write(f.upstream)
+		return
+	}
+	apierror.Write(r.w, r.format, f.status, f.errType, f.msg)
+}

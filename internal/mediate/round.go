@@ -1,0 +1,213 @@
+package mediate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// seenCall is a managed call already answered in this turn (duplicate
+// detection, spec 002 "Within a single mediated turn…").
+type seenCall struct {
+	round int
+	count int // duplicates seen so far
+}
+
+// runnerGrace is how long past a call's own timeout the loop waits for a
+// Runner that ignores its context, so a misbehaving Runner cannot hang a
+// turn.
+const runnerGrace = 2 * time.Second
+
+// playRound answers one response's calls, appends the assistant turn and
+// the results to the upstream request, and records the round.
+func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p plan) *failure {
+	round := len(t.rounds) + 1
+	var (
+		keep    []int
+		results []wire.Result
+		trace   []history.ToolCall
+	)
+	record := func() {
+		t.rounds = append(t.rounds, history.Round{Round: round, ToolCalls: trace, RoundUsage: history.Usage{PromptTokens: resp.Usage.Input, CompletionTokens: resp.Usage.Output}})
+	}
+	switch p.kind {
+	case managedPrefix:
+		for i := 0; i < p.prefix; i++ {
+			keep = append(keep, i)
+			tc, res := t.execute(ctx, round, resp.Calls[i], p.tools[i])
+			trace = append(trace, tc)
+			results = append(results, res)
+			if ctx.Err() != nil {
+				record()
+				return t.contextFailure(ctx, parent, "tool call interrupted")
+			}
+		}
+	case rejected:
+		msg := t.rejection(p)
+		for i, c := range resp.Calls {
+			env := toolexec.Fail(toolexec.CodeRejected, msg, 0)
+			tc, res := t.answer(round, c, p.tools[i], rawArguments(c.Arguments), env, 0)
+			trace = append(trace, tc)
+			results = append(results, res)
+		}
+	}
+	record()
+	assistant, err := t.f.AssistantTurn(resp, keep)
+	if err != nil {
+		return internalFailure("building the assistant turn: %v", err)
+	}
+	msgs, err := t.f.ResultTurn(results)
+	if err != nil {
+		return internalFailure("building tool results: %v", err)
+	}
+	added := append([]json.RawMessage{assistant}, msgs...)
+	t.req.Messages = append(t.req.Messages, added...)
+	t.hidden = append(t.hidden, added...)
+	if round == 1 {
+		t.f.RelaxToolChoice(t.req)
+	}
+	return nil
+}
+
+// rejection is the structured instruction for a native-first or
+// interleaved batch (spec 002 case 5).
+func (t *turn) rejection(p plan) string {
+	var managed []string
+	for _, tool := range p.tools {
+		if tool != nil {
+			managed = append(managed, t.pres.name(tool.Name))
+		}
+	}
+	sort.Strings(managed)
+	return fmt.Sprintf("Not executed: this response called runner tools before managed service tools. "+
+		"Call the managed service tools (%s) first, in a response of their own; call runner tools in a later response.",
+		strings.Join(dedupe(managed), ", "))
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// execute runs one proxy-owned call: unknown names and malformed arguments
+// fail closed without reaching a service; a repeat of an earlier call of
+// this turn is answered duplicate_tool_call; anything else goes to the
+// Runner with the agent's projected credential.
+func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manifest.Tool) (history.ToolCall, wire.Result) {
+	if tool == nil {
+		env := toolexec.Fail(toolexec.CodeUnknownTool, fmt.Sprintf("unknown tool %q: it is neither a managed tool of this agent nor one of the runner's tools", c.Name), 0)
+		return t.answer(round, c, nil, rawArguments(c.Arguments), env, 0)
+	}
+	args, err := wire.ObjectArguments(c.Arguments)
+	if err != nil {
+		env := toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
+		return t.answer(round, c, tool, rawArguments(c.Arguments), env, 0)
+	}
+	key := tool.Name + "\x00" + string(args)
+	if s, ok := t.seen[key]; ok {
+		s.count++
+		env := toolexec.Fail(toolexec.CodeDuplicate, fmt.Sprintf("duplicate call: %s was already called with these arguments in round %d; it was not executed again, use that result", t.pres.name(tool.Name), s.round), 0)
+		tc, res := t.answer(round, c, tool, args, env, 0)
+		tc.DuplicateOfRound, tc.DuplicateCount = s.round, s.count
+		return tc, res
+	}
+	t.seen[key] = &seenCall{round: round}
+	timeout := time.Duration(t.policy.TimeoutPerToolMS) * time.Millisecond
+	if ms := tool.Execution.TimeoutMS; ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	call := toolexec.Call{AgentID: t.x.Agent.ID, Tool: tool, Arguments: args, Timeout: timeout, MaxResultBytes: t.policy.MaxToolResultBytes}
+	if sa := t.x.Agent.ServiceAuth[tool.Execution.Service]; sa != nil {
+		call.Auth = sa.Bearer()
+	}
+	start := t.m.opt.Now()
+	env := t.invoke(ctx, call, timeout+runnerGrace)
+	latency := t.m.opt.Now().Sub(start).Milliseconds()
+	return t.answer(round, c, tool, args, checkEnvelope(env, t.policy.MaxToolResultBytes), latency)
+}
+
+// invoke calls the Runner, bounded even when it ignores its context.
+func (t *turn) invoke(ctx context.Context, call toolexec.Call, bound time.Duration) toolexec.Envelope {
+	cctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	done := make(chan toolexec.Envelope, 1)
+	go func() { done <- t.m.opt.Runner.Run(cctx, call) }()
+	select {
+	case env := <-done:
+		return env
+	case <-cctx.Done():
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return toolexec.Fail(toolexec.CodeTimeout, fmt.Sprintf("service did not respond within %s", call.Timeout), toolexec.RPCTimeout)
+		}
+		return toolexec.Fail(toolexec.CodeCanceled, "the mediated turn ended before the call finished", 0)
+	}
+}
+
+// checkEnvelope enforces the envelope contract whatever the Runner did:
+// a failure has an error, data is valid JSON, and data over the limit is
+// cut with truncated/original_bytes (spec 000 "Truncation MUST be
+// explicit").
+func checkEnvelope(env toolexec.Envelope, max int) toolexec.Envelope {
+	if !env.OK && env.Error == nil {
+		env.Error = &toolexec.Error{Code: toolexec.CodeToolError, Message: "the tool failed without a reason"}
+	}
+	if len(env.Data) > 0 && !json.Valid(env.Data) {
+		env.Data = wire.Quote(string(env.Data))
+	}
+	if env.OK && !env.Truncated && max > 0 && len(env.Data) > max {
+		cut := string(env.Data[:max])
+		for len(cut) > 0 && !utf8.ValidString(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		env.OriginalBytes = len(env.Data)
+		env.Truncated = true
+		env.Data = wire.Quote(cut)
+	}
+	return env
+}
+
+// answer turns an envelope into the call's trace entry, its tool result
+// and its audit event.
+func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64) (history.ToolCall, wire.Result) {
+	content, err := json.Marshal(env)
+	if err != nil {
+		content, _ = json.Marshal(toolexec.Fail(toolexec.CodeToolError, "result could not be encoded", 0))
+	}
+	tc := history.ToolCall{Name: c.Name, Arguments: args, Result: content, LatencyMS: latency}
+	if tool != nil {
+		tc.Name, tc.Service = tool.Name, tool.Execution.Service
+	}
+	status := "ok"
+	if !env.OK {
+		status = env.Error.Code
+	}
+	if tool != nil || status == toolexec.CodeUnknownTool {
+		t.m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
+			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency)})
+	}
+	return tc, wire.Result{CallID: c.ID, Content: content, IsError: !env.OK}
+}
+
+// rawArguments makes arguments safe to keep as JSON in the trace.
+func rawArguments(raw json.RawMessage) json.RawMessage {
+	if c, err := wire.ObjectArguments(raw); err == nil {
+		return c
+	}
+	return wire.Quote(string(raw))
+}

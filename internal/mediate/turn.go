@@ -1,0 +1,211 @@
+package mediate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// turn is one runner request under mediation: the upstream request as it
+// grows round by round, and what happened so far.
+type turn struct {
+	m      *Mediator
+	x      *exchange.Exchange
+	f      wire.Format
+	policy manifest.Policy
+	pres   *presentation
+	req    *wire.Request
+	// visible is the continuity chain over the runner's own messages.
+	visible chain
+	// restored counts hidden messages re-inserted from earlier turns.
+	restored int
+	// hidden are the messages this turn added (assistant and results).
+	hidden []json.RawMessage
+	rounds []history.Round
+	usage  wire.Usage
+	calls  int // upstream calls made
+	seen   map[string]*seenCall
+	// handoff is set when the final response hands native calls back.
+	handoff bool
+}
+
+// outcome is how a turn ended: a final response, or a failure.
+type outcome struct {
+	resp *wire.Response
+	// body is resp rendered as the runner's JSON response (usage summed).
+	body []byte
+	fail *failure
+}
+
+// failure is a turn that did not produce an answer.
+type failure struct {
+	status  int
+	errType string
+	msg     string
+	// upstream holds an upstream error body relayed verbatim.
+	upstream []byte
+	// clientGone is set when the runner disconnected: nothing is written.
+	clientGone bool
+}
+
+func (f *failure) Error() string { return f.msg }
+
+func internalFailure(format string, args ...any) *failure {
+	return &failure{status: http.StatusBadGateway, errType: apierror.TypeToolMediation, msg: "cllama: " + fmt.Sprintf(format, args...)}
+}
+
+// newTurn parses the request, restores continuity and presents the
+// managed tools.
+func (m *Mediator) newTurn(x *exchange.Exchange, f wire.Format) (*turn, *failure) {
+	t := &turn{m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
+	req, err := f.ParseRequest(x.Body)
+	if err != nil {
+		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: request body: " + err.Error()}
+	}
+	t.req = req
+	cat, err := m.catalogs.get(x.Agent.Tools, m.formatList())
+	if err != nil {
+		return nil, &failure{status: http.StatusInternalServerError, errType: apierror.TypeManifest, msg: "cllama: agent " + x.Agent.ID + ": " + err.Error()}
+	}
+	if t.pres, err = cat.present(f, req.ToolNames); err != nil {
+		return nil, internalFailure("presenting tools: %v", err)
+	}
+	req.Messages, t.visible, t.restored = restore(f, m.opt.Continuity, x.Agent.ID, req.Messages)
+	// Managed tools are appended after the runner's own (issue 151: additive).
+	req.Tools = append(req.Tools, t.pres.defs...)
+	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {
+		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: tool_choice: " + err.Error()}
+	}
+	f.PrepareUpstream(req)
+	return t, nil
+}
+
+func (m *Mediator) formatList() []wire.Format {
+	return []wire.Format{m.formats[exchange.OpenAI], m.formats[exchange.Anthropic]}
+}
+
+// run is the mediation loop (spec 000 "Current rule"; 002 "Mediation
+// Loop"). Each iteration asks the model once and dispatches on who owns
+// the calls in its answer.
+func (t *turn) run(parent context.Context) outcome {
+	ctx, cancel := context.WithTimeout(parent, time.Duration(t.policy.TotalTimeoutMS)*time.Millisecond)
+	defer cancel()
+	for {
+		resp, fail := t.ask(ctx, parent)
+		if fail != nil {
+			return outcome{fail: fail}
+		}
+		if len(resp.Calls) == 0 {
+			return t.finish(resp)
+		}
+		plan := t.plan(resp.Calls)
+		if plan.kind == nativeOnly {
+			// Case 2 / 4: the runner executes its own calls; a handoff
+			// entry is stored when hidden rounds came first.
+			t.handoff = len(t.rounds) > 0
+			return t.finish(resp)
+		}
+		if len(t.rounds) >= t.policy.MaxRounds {
+			return outcome{fail: &failure{status: http.StatusBadGateway, errType: apierror.TypeBudgetExhausted,
+				msg: fmt.Sprintf("cllama: managed tool budget exhausted: max_rounds (%d) reached and the model still asks for tools; no answer was produced", t.policy.MaxRounds)}}
+		}
+		if fail := t.playRound(ctx, parent, resp, plan); fail != nil {
+			return outcome{fail: fail}
+		}
+	}
+}
+
+// ask makes one upstream call with the request as it stands.
+func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
+	body, err := t.req.Encode()
+	if err != nil {
+		return nil, internalFailure("encoding the upstream request: %v", err)
+	}
+	t.calls++
+	res, err := t.x.Send(ctx, body)
+	if err != nil {
+		return nil, t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, t.m.opt.MaxResponseBytes+1))
+	if err != nil {
+		return nil, t.contextFailure(ctx, parent, fmt.Sprintf("reading upstream response %d: %v", t.calls, err))
+	}
+	if int64(len(raw)) > t.m.opt.MaxResponseBytes {
+		return nil, internalFailure("upstream response %d exceeds %d bytes", t.calls, t.m.opt.MaxResponseBytes)
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		if t.calls == 1 {
+			// The provider refused the runner's own request: relay it as
+			// the passthrough path would.
+			return nil, &failure{status: res.StatusCode, errType: apierror.TypeUpstream, msg: fmt.Sprintf("upstream status %d", res.StatusCode), upstream: raw}
+		}
+		return nil, internalFailure("upstream returned status %d on call %d of a mediated turn: %s", res.StatusCode, t.calls, snippet(raw))
+	}
+	resp, err := t.f.ParseResponse(raw)
+	if err != nil {
+		return nil, internalFailure("upstream response %d: %v", t.calls, err)
+	}
+	t.usage = t.usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// contextFailure tells a disconnected runner and an exhausted total budget
+// apart from other transport failures.
+func (t *turn) contextFailure(ctx, parent context.Context, msg string) *failure {
+	switch {
+	case parent.Err() != nil:
+		return &failure{status: 499, errType: apierror.TypeAPI, msg: "client closed the request", clientGone: true}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &failure{status: http.StatusBadGateway, errType: apierror.TypeBudgetExhausted,
+			msg: fmt.Sprintf("cllama: managed tool budget exhausted: total_timeout_ms (%d) elapsed before the model answered", t.policy.TotalTimeoutMS)}
+	}
+	return internalFailure("%s", msg)
+}
+
+// finish renders the final response and stores continuity.
+func (t *turn) finish(resp *wire.Response) outcome {
+	body, err := t.f.FinalBody(resp, t.usage)
+	if err != nil {
+		return outcome{fail: internalFailure("rendering the response: %v", err)}
+	}
+	if len(t.hidden) > 0 {
+		t.remember(resp)
+	}
+	return outcome{resp: resp, body: body}
+}
+
+// remember stores this turn's hidden messages under the chain ending at the
+// message the runner will keep: the final answer or the native tool calls.
+func (t *turn) remember(resp *wire.Response) {
+	msg, err := t.f.AssistantTurn(resp, nil)
+	if err != nil {
+		return
+	}
+	canon, err := t.f.Canonical(msg)
+	if err != nil {
+		return
+	}
+	key := continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(canon.Bytes))
+	if err := t.m.opt.Continuity.Put(key, t.hidden); err != nil {
+		t.m.auditError(t.x, "continuity store: "+err.Error())
+	}
+}
+
+func snippet(b []byte) string {
+	const max = 512
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
