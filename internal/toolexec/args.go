@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 )
 
@@ -142,14 +141,14 @@ func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) 
 			b.WriteByte('/')
 		}
 		var raw strings.Builder // the segment's unescaped text
-		templated := false
+		var names []string
 		for _, p := range seg {
 			if p.param == "" {
 				b.WriteString(p.literal)
 				raw.WriteString(p.literal)
 				continue
 			}
-			templated = true
+			names = append(names, p.param)
 			var val string
 			if p.param == clawIDParam {
 				val = agentID
@@ -173,8 +172,8 @@ func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) 
 			b.WriteString(url.PathEscape(val))
 			raw.WriteString(val)
 		}
-		if templated && (raw.String() == "." || raw.String() == "..") {
-			return "", argErrorf("path segment %q is not allowed", raw.String())
+		if names != nil && (raw.String() == "." || raw.String() == "..") {
+			return "", argErrorf("argument %q: the path segment %q is not allowed", strings.Join(names, `", "`), raw.String())
 		}
 	}
 	for _, name := range t.params() {
@@ -275,12 +274,3 @@ func encodeBody(args map[string]any, bodyKey string) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// sortedKeys is used where a stable order matters in messages.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
