@@ -84,6 +84,18 @@ func newServer(logger *log.Logger, stdout io.Writer, faults bool) *mcp.Server {
 				return nil, echoOut{}, ctx.Err()
 			}
 		})
+	srv.AddResource(&mcp.Resource{URI: "echo://about", Name: "about", MIMEType: "text/plain", Description: "What this server is."},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: req.Params.URI, MIMEType: "text/plain", Text: "claw-mcp-echo: deterministic tools for tests"},
+			}}, nil
+		})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"] + "!"}},
+			}}, nil
+		})
 	if faults {
 		addFaultTools(srv, logger, stdout)
 	}
