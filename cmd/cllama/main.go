@@ -1,0 +1,98 @@
+// Command cllama is the governance proxy of a Clawdapus pod: every agent
+// reaches its model providers only through it. Configuration comes from
+// flags and the environment, read once here (see README "cllama").
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/proxy"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run is main without the process: the audit log goes to stdout, which is
+// what `docker compose logs cllama` shows and `claw audit` reads;
+// diagnostics go to stderr.
+func run(args, environ []string, stdout, stderr io.Writer) int {
+	cfg, err := proxy.LoadConfig(args, environ, stderr)
+	if errors.Is(err, flagHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cllama: %v\n", err)
+		return 2
+	}
+	// Signals become cancellation in exactly one place.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, cfg, audit.New(stdout), stderr); err != nil {
+		fmt.Fprintf(stderr, "cllama: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.Writer) error {
+	opts := proxy.Options{Audit: aud}
+	if err := wireStages(cfg, &opts); err != nil {
+		return err
+	}
+	srv, err := proxy.New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer srv.History().Close()
+	hs := &http.Server{
+		Handler: srv,
+		// No ReadTimeout or WriteTimeout: streams run for minutes. The
+		// header read is bounded here, the body by the proxy itself.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.ListenAddr, err)
+	}
+	fmt.Fprintf(stderr, "cllama: listening on %s (pod %q, context %s, providers: %s, history: %s)\n",
+		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), orOff(cfg.HistoryDir))
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "cllama: shutting down, draining for up to %s\n", cfg.ShutdownTimeout)
+	// Shutdown stops accepting and lets in-flight exchanges (streams
+	// included) finish; past the deadline Close cuts them, which cancels
+	// their upstream calls through the request contexts.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func orOff(s string) string {
+	if s == "" {
+		return "off"
+	}
+	return s
+}

@@ -1,0 +1,285 @@
+package agentctx
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// ErrUnknownAgent means there is no metadata.json for the agent id (or the id
+// is not a valid agent id). Callers must not tell it apart from a wrong
+// secret in anything the client sees.
+var ErrUnknownAgent = errors.New("agentctx: unknown agent")
+
+// Size caps for the files of one agent. They are compiled by claw and small;
+// anything larger is a mistake, and reading it unbounded would let one file
+// exhaust the proxy's memory.
+const (
+	maxMetadataBytes    = 1 << 20
+	maxToolsBytes       = 16 << 20
+	maxFeedsBytes       = 4 << 20
+	maxServiceAuthBytes = 1 << 20
+	maxServiceAuthFiles = 256
+)
+
+// DefaultCheckInterval is how often, at most, a cached agent's files are
+// stat'ed to see whether they changed.
+const DefaultCheckInterval = time.Second
+
+// Store loads agents from <Root>/<agent-id>/ and caches them. Get is cheap on
+// the hot path: a map lookup and, at most once per CheckInterval per agent, a
+// handful of stat calls; files are re-read only when a stat changes. Store is
+// safe for concurrent use.
+type Store struct {
+	root     string
+	interval time.Duration
+	now      func() time.Time
+	onError  func(string, error)
+
+	mu     sync.RWMutex
+	agents map[string]*entry
+}
+
+// StoreOptions configures a Store. The zero value means defaults.
+type StoreOptions struct {
+	// CheckInterval bounds how often files are stat'ed per agent
+	// (default DefaultCheckInterval; negative means on every Get, for tests).
+	CheckInterval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// OnError, when set, is told about problems the client must not see:
+	// an unreadable or malformed metadata.json (the request is refused as
+	// an unknown agent) and a malformed service-auth file (skipped, so
+	// that service gets no credential). The proxy logs these as audit
+	// manifest_error events so the operator learns why.
+	OnError func(agentID string, err error)
+}
+
+// NewStore returns a Store reading agents under root.
+func NewStore(root string, opts StoreOptions) *Store {
+	s := &Store{root: root, interval: opts.CheckInterval, now: opts.Now, onError: opts.OnError, agents: make(map[string]*entry)}
+	if s.interval == 0 {
+		s.interval = DefaultCheckInterval
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// entry is one cached agent. snap and checked are read without the lock on
+// the hot path; mu serialises the (rare) stat-and-reload.
+type entry struct {
+	snap    atomic.Pointer[Agent]
+	checked atomic.Int64 // unix nanos of the last stat check
+	mu      sync.Mutex
+	stamp   string // fingerprint of the files the snapshot was read from
+}
+
+// Get returns the agent's current snapshot. It returns ErrUnknownAgent when
+// the id is invalid or the agent has no metadata.json, and a descriptive
+// error when metadata.json is unreadable or malformed. Malformed tools.json
+// or feeds.json do not fail Get; they are reported in Agent.ToolsErr and
+// Agent.FeedsErr so the caller can refuse the request loudly.
+func (s *Store) Get(id string) (*Agent, error) {
+	if !manifest.ValidAgentID(id) {
+		return nil, ErrUnknownAgent
+	}
+	s.mu.RLock()
+	e := s.agents[id]
+	s.mu.RUnlock()
+	now := s.now()
+	if e != nil {
+		if now.UnixNano()-e.checked.Load() < int64(s.interval) {
+			return e.snap.Load(), nil
+		}
+		return s.refresh(id, e, now)
+	}
+	// Unknown ids are not cached: the map only ever holds agents that
+	// exist on disk, so random ids cannot grow it.
+	a, stamp, err := s.load(id)
+	if err != nil {
+		return nil, err
+	}
+	e = &entry{stamp: stamp}
+	e.snap.Store(a)
+	e.checked.Store(now.UnixNano())
+	s.mu.Lock()
+	if prev := s.agents[id]; prev != nil {
+		e = prev // another request loaded it first; keep one entry
+	} else {
+		s.agents[id] = e
+	}
+	s.mu.Unlock()
+	return e.snap.Load(), nil
+}
+
+// refresh re-stats a cached agent and reloads it when its files changed.
+func (s *Store) refresh(id string, e *entry, now time.Time) (*Agent, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now.UnixNano()-e.checked.Load() < int64(s.interval) {
+		return e.snap.Load(), nil // refreshed while we waited
+	}
+	stamp, err := s.fingerprint(id)
+	if err == nil && stamp == e.stamp {
+		e.checked.Store(now.UnixNano())
+		return e.snap.Load(), nil
+	}
+	a, stamp, err := s.load(id)
+	if err != nil {
+		// The agent vanished or broke: forget it so the next Get starts
+		// over, and fail this request.
+		s.mu.Lock()
+		if s.agents[id] == e {
+			delete(s.agents, id)
+		}
+		s.mu.Unlock()
+		return nil, err
+	}
+	e.stamp = stamp
+	e.snap.Store(a)
+	e.checked.Store(now.UnixNano())
+	return a, nil
+}
+
+func (s *Store) dir(id string) string { return filepath.Join(s.root, id) }
+
+// fingerprint summarises size and mtime of every file an agent is read from.
+func (s *Store) fingerprint(id string) (string, error) {
+	dir := s.dir(id)
+	var b strings.Builder
+	for _, name := range []string{"metadata.json", "tools.json", "feeds.json"} {
+		stampFile(&b, filepath.Join(dir, name))
+	}
+	names, err := serviceAuthNames(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range names {
+		stampFile(&b, filepath.Join(dir, "service-auth", n))
+	}
+	return b.String(), nil
+}
+
+func stampFile(b *strings.Builder, path string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		fmt.Fprintf(b, "%s:-;", filepath.Base(path))
+		return
+	}
+	fmt.Fprintf(b, "%s:%d:%d;", filepath.Base(path), fi.Size(), fi.ModTime().UnixNano())
+}
+
+func serviceAuthNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, "service-auth"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "service-auth"), err)
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) > maxServiceAuthFiles {
+		return nil, fmt.Errorf("%s: %d files exceed the limit of %d", filepath.Join(dir, "service-auth"), len(names), maxServiceAuthFiles)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// load reads every file of the agent. The fingerprint is taken before the
+// reads, so a change racing with the load is seen by the next check.
+func (s *Store) load(id string) (*Agent, string, error) {
+	stamp, err := s.fingerprint(id)
+	if err != nil {
+		return nil, "", err
+	}
+	dir := s.dir(id)
+	raw, err := readCapped(filepath.Join(dir, "metadata.json"), maxMetadataBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", ErrUnknownAgent
+	}
+	if err != nil {
+		s.report(id, err)
+		return nil, "", err
+	}
+	md, err := manifest.ParseMetadata(raw, id)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", dir, err)
+		s.report(id, err)
+		return nil, "", err
+	}
+	a := &Agent{ID: id, Metadata: *md}
+
+	if raw, err := readCapped(filepath.Join(dir, "tools.json"), maxToolsBytes); err == nil {
+		a.Tools, a.ToolsErr = manifest.ParseTools(raw)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		a.ToolsErr = err
+	}
+	if raw, err := readCapped(filepath.Join(dir, "feeds.json"), maxFeedsBytes); err == nil {
+		a.Feeds, a.FeedsErr = manifest.ParseFeeds(raw)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		a.FeedsErr = err
+	}
+
+	names, err := serviceAuthNames(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, n := range names {
+		svc := strings.TrimSuffix(n, ".json")
+		raw, err := readCapped(filepath.Join(dir, "service-auth", n), maxServiceAuthBytes)
+		if err != nil {
+			s.report(id, fmt.Errorf("%w (file skipped)", err))
+			continue
+		}
+		sa, err := manifest.ParseServiceAuth(raw, svc)
+		if err != nil {
+			s.report(id, fmt.Errorf("%s: %w (file skipped)", dir, err))
+			continue
+		}
+		if a.ServiceAuth == nil {
+			a.ServiceAuth = make(map[string]*manifest.ServiceAuth, len(names))
+		}
+		a.ServiceAuth[svc] = sa
+	}
+	return a, stamp, nil
+}
+
+// readCapped reads a whole file, failing when it is larger than limit.
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than the %d-byte limit", path, limit)
+	}
+	return b, nil
+}
+
+func (s *Store) report(id string, err error) {
+	if s.onError != nil {
+		s.onError(id, err)
+	}
+}

@@ -1,0 +1,190 @@
+package proxy
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the container contract (ARCHITECTURE.md "Compatibility
+// contract") and of cllama's own bounds.
+const (
+	DefaultListenAddr        = ":8080"
+	DefaultContextRoot       = "/claw/context"
+	DefaultAuthDir           = "/claw/auth"
+	DefaultMaxBodyBytes      = 32 << 20
+	DefaultFirstByteTimeout  = 5 * time.Minute
+	DefaultStreamIdleTimeout = 2 * time.Minute
+	DefaultBodyReadTimeout   = time.Minute
+	DefaultShutdownTimeout   = 30 * time.Second
+)
+
+// Config is everything cllama reads from its flags and environment, read
+// once at start-up. Nothing below this struct reads the environment.
+type Config struct {
+	ListenAddr  string // LISTEN_ADDR / -listen
+	ContextRoot string // CLAW_CONTEXT_ROOT / -context-root
+	AuthDir     string // CLAW_AUTH_DIR / -auth-dir
+	// HistoryDir enables session history when non-empty
+	// (CLAW_SESSION_HISTORY_DIR / -history-dir).
+	HistoryDir string
+	Pod        string // CLAW_POD / -pod
+
+	// MaxBodyBytes bounds a runner's request body; larger is a 413
+	// (CLLAMA_MAX_BODY_BYTES / -max-body-bytes).
+	MaxBodyBytes int64
+	// FirstByteTimeout bounds the wait for the upstream's response headers
+	// (CLLAMA_FIRST_BYTE_TIMEOUT / -first-byte-timeout). Non-streaming
+	// generations answer only when done, hence the generous default.
+	FirstByteTimeout time.Duration
+	// StreamIdleTimeout bounds the silence between two reads of an upstream
+	// body (CLLAMA_STREAM_IDLE_TIMEOUT / -stream-idle-timeout).
+	StreamIdleTimeout time.Duration
+	// BodyReadTimeout bounds reading the runner's request body
+	// (CLLAMA_BODY_READ_TIMEOUT / -body-read-timeout).
+	BodyReadTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM
+	// (CLLAMA_SHUTDOWN_TIMEOUT / -shutdown-timeout).
+	ShutdownTimeout time.Duration
+
+	// ProviderEnv holds the <NAME>_API_KEY and <NAME>_BASE_URL variables,
+	// keyed by lower-case provider name.
+	ProviderEnv map[string]ProviderEnv
+}
+
+// ProviderEnv is one provider's settings from the environment.
+type ProviderEnv struct {
+	APIKey  string
+	BaseURL string
+}
+
+// DefaultConfig returns the defaults, with no providers.
+func DefaultConfig() Config {
+	return Config{
+		ListenAddr:        DefaultListenAddr,
+		ContextRoot:       DefaultContextRoot,
+		AuthDir:           DefaultAuthDir,
+		MaxBodyBytes:      DefaultMaxBodyBytes,
+		FirstByteTimeout:  DefaultFirstByteTimeout,
+		StreamIdleTimeout: DefaultStreamIdleTimeout,
+		BodyReadTimeout:   DefaultBodyReadTimeout,
+		ShutdownTimeout:   DefaultShutdownTimeout,
+		ProviderEnv:       map[string]ProviderEnv{},
+	}
+}
+
+// withDefaults fills zero fields, so a Config built by hand in a test needs
+// only the fields it cares about.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.FirstByteTimeout <= 0 {
+		c.FirstByteTimeout = d.FirstByteTimeout
+	}
+	if c.StreamIdleTimeout <= 0 {
+		c.StreamIdleTimeout = d.StreamIdleTimeout
+	}
+	if c.BodyReadTimeout <= 0 {
+		c.BodyReadTimeout = d.BodyReadTimeout
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	return c
+}
+
+// LoadConfig builds the Config from environ (os.Environ form, "K=V") and
+// the command-line args (without the program name). Flags override the
+// environment, which overrides the defaults. Usage goes to usage.
+func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	c := DefaultConfig()
+	str := func(dst *string, key string) {
+		if v, ok := env[key]; ok && v != "" {
+			*dst = v
+		}
+	}
+	str(&c.ListenAddr, "LISTEN_ADDR")
+	str(&c.ContextRoot, "CLAW_CONTEXT_ROOT")
+	str(&c.AuthDir, "CLAW_AUTH_DIR")
+	str(&c.HistoryDir, "CLAW_SESSION_HISTORY_DIR")
+	str(&c.Pod, "CLAW_POD")
+
+	var errs []error
+	if v := env["CLLAMA_MAX_BODY_BYTES"]; v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("CLLAMA_MAX_BODY_BYTES: %q must be a positive number of bytes", v))
+		}
+		c.MaxBodyBytes = n
+	}
+	dur := func(dst *time.Duration, key string) {
+		if v := env[key]; v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q must be a positive duration such as 90s or 5m", key, v))
+			}
+			*dst = d
+		}
+	}
+	dur(&c.FirstByteTimeout, "CLLAMA_FIRST_BYTE_TIMEOUT")
+	dur(&c.StreamIdleTimeout, "CLLAMA_STREAM_IDLE_TIMEOUT")
+	dur(&c.BodyReadTimeout, "CLLAMA_BODY_READ_TIMEOUT")
+	dur(&c.ShutdownTimeout, "CLLAMA_SHUTDOWN_TIMEOUT")
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+
+	for k, v := range env {
+		if v == "" {
+			continue
+		}
+		if name, ok := strings.CutSuffix(k, "_API_KEY"); ok && name != "" {
+			pe := c.ProviderEnv[strings.ToLower(name)]
+			pe.APIKey = v
+			c.ProviderEnv[strings.ToLower(name)] = pe
+		}
+		if name, ok := strings.CutSuffix(k, "_BASE_URL"); ok && name != "" {
+			pe := c.ProviderEnv[strings.ToLower(name)]
+			pe.BaseURL = v
+			c.ProviderEnv[strings.ToLower(name)] = pe
+		}
+	}
+
+	fs := flag.NewFlagSet("cllama", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&c.ListenAddr, "listen", c.ListenAddr, "listen address (LISTEN_ADDR)")
+	fs.StringVar(&c.ContextRoot, "context-root", c.ContextRoot, "per-agent context directory (CLAW_CONTEXT_ROOT)")
+	fs.StringVar(&c.AuthDir, "auth-dir", c.AuthDir, "directory holding providers.json (CLAW_AUTH_DIR)")
+	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
+	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
+	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
+	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q; cllama takes flags only (see -h)", fs.Args())
+	}
+	switch {
+	case c.MaxBodyBytes <= 0:
+		return c, fmt.Errorf("-max-body-bytes: must be > 0")
+	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0:
+		return c, fmt.Errorf("timeouts must be > 0")
+	}
+	return c, nil
+}

@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+)
+
+// WriteError writes a cllama error in the endpoint's format. It is
+// apierror.Write, re-exported for callers that already import proxy.
+func WriteError(w http.ResponseWriter, format exchange.Format, status int, errType, msg string) {
+	apierror.Write(w, format, status, errType, msg)
+}
+
+func writeError(w http.ResponseWriter, format exchange.Format, se *statusError) {
+	apierror.Write(w, format, se.status, se.typ, se.msg)
+}
+
+// serveModel handles POST /v1/chat/completions and POST /v1/messages:
+// edge checks, identity, routing, then decoration and mediation or
+// passthrough.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format exchange.Format) {
+	start := s.now()
+	id := s.newRequestID()
+	w.Header().Set("X-Request-Id", id)
+	// reject answers a request refused before it became an exchange.
+	reject := func(a *agentctx.Agent, err error) {
+		se := asStatus(err)
+		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: string(format),
+			StatusCode: se.status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+		if a != nil {
+			ev.ClawID = a.ID
+			ev.ManifestPresent, ev.ToolsCount = audit.Ptr(a.Tools != nil), audit.Ptr(a.ToolsCount())
+		}
+		s.audit.Emit(ev)
+		writeError(w, format, se)
+	}
+
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		reject(nil, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use POST "+r.URL.Path))
+		return
+	}
+	token, ok := presentedToken(r)
+	if !ok {
+		reject(nil, errMissingCredentials)
+		return
+	}
+	agent, err := s.authenticate(token)
+	if err != nil {
+		reject(nil, err)
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		reject(agent, err)
+		return
+	}
+	info, err := scanRequest(body)
+	if err != nil {
+		reject(agent, err)
+		return
+	}
+	reg := s.providers.get(start)
+	route := reg.routes[info.Provider]
+	if route == nil {
+		reject(agent, badRequest(fmt.Sprintf("unknown provider %s in model %s; known providers: %s",
+			quoteForMessage(info.Provider), quoteForMessage(info.Model), reg.names)))
+		return
+	}
+
+	endpoint := "/chat/completions"
+	if format == exchange.Anthropic {
+		endpoint = "/messages"
+	}
+	call := &upstreamCall{route: route, url: route.URL(endpoint), header: r.Header, rawQuery: r.URL.RawQuery}
+	x := &exchange.Exchange{
+		ID:            id,
+		Start:         start,
+		Agent:         agent,
+		Pod:           s.cfg.Pod,
+		Format:        format,
+		Model:         info.Model,
+		Provider:      info.Provider,
+		UpstreamModel: info.Upstream,
+		Stream:        info.Stream,
+		Original:      body,
+		Body:          rewriteModel(body, info),
+	}
+	x.Send = func(ctx contextT, b []byte) (*http.Response, error) { return s.send(ctx, call, b) }
+
+	mediated := agent.ToolsErr == nil && agent.Managed() && s.mediator != nil
+	s.auditExchange(x, audit.TypeRequest, func(e *audit.Event) { e.Mediated = mediated })
+
+	if agent.ToolsErr != nil {
+		// A broken manifest must never silently disable governance
+		// (issue 3 "The manifest"): refuse, and tell the operator.
+		msg := fmt.Sprintf("agent %s: %v; fix the pod and recompile with `claw compile`", agent.ID, agent.ToolsErr)
+		s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
+			e.StatusCode, e.Error = http.StatusInternalServerError, msg
+		})
+		apierror.Write(w, format, http.StatusInternalServerError, apierror.TypeManifest, msg)
+		return
+	}
+	if s.decorator != nil {
+		if err := s.decorator.Decorate(r.Context(), x); err != nil {
+			s.failExchange(w, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
+			return
+		}
+	}
+	if mediated {
+		s.mediator.Mediate(w, r, x)
+		return
+	}
+	s.passthrough(w, r, x)
+}
+
+// readBody reads the runner's body within MaxBodyBytes and BodyReadTimeout.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	max := s.cfg.MaxBodyBytes
+	tooLarge := errStatus(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
+		fmt.Sprintf("request body exceeds the %d-byte limit (CLLAMA_MAX_BODY_BYTES)", max))
+	if r.ContentLength > max {
+		return nil, tooLarge
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	body := http.MaxBytesReader(w, r.Body, max)
+	var buf []byte
+	if r.ContentLength > 0 {
+		buf = make([]byte, r.ContentLength)
+		n, err := io.ReadFull(body, buf)
+		if err == nil {
+			// The declared length was read; anything more is a lie the
+			// server's framing already rejects.
+			return buf[:n], nil
+		}
+		return nil, bodyError(err, tooLarge)
+	}
+	buf, err := io.ReadAll(body)
+	if err != nil {
+		return nil, bodyError(err, tooLarge)
+	}
+	return buf, nil
+}
+
+func bodyError(err error, tooLarge *statusError) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errStatus(http.StatusRequestTimeout, apierror.TypeTimeout, "request body was not received in time")
+	default:
+		return badRequest("could not read the request body: " + err.Error())
+	}
+}
+
+func sinceMS(now, start time.Time) int64 { return now.Sub(start).Milliseconds() }

@@ -1,0 +1,219 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// builtinProvider is a well-known provider's default base URL and auth
+// style, used when neither providers.json nor <NAME>_BASE_URL names one.
+type builtinProvider struct {
+	baseURL string
+	auth    string
+}
+
+var builtinProviders = map[string]builtinProvider{
+	"openai":     {"https://api.openai.com/v1", manifest.ProviderAuthBearer},
+	"anthropic":  {"https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey},
+	"openrouter": {"https://openrouter.ai/api/v1", manifest.ProviderAuthBearer},
+	"gemini":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
+	"google":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
+	"groq":       {"https://api.groq.com/openai/v1", manifest.ProviderAuthBearer},
+	"mistral":    {"https://api.mistral.ai/v1", manifest.ProviderAuthBearer},
+	"xai":        {"https://api.x.ai/v1", manifest.ProviderAuthBearer},
+	"deepseek":   {"https://api.deepseek.com/v1", manifest.ProviderAuthBearer},
+	"together":   {"https://api.together.xyz/v1", manifest.ProviderAuthBearer},
+	"fireworks":  {"https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer},
+	"cerebras":   {"https://api.cerebras.ai/v1", manifest.ProviderAuthBearer},
+}
+
+// Route is one resolved provider: where to send and how to authenticate.
+type Route struct {
+	Name    string
+	BaseURL string // without a trailing slash, normally ending in /v1
+	Auth    string // bearer, x-api-key or none
+	Secret  string
+}
+
+// URL returns the upstream URL for an endpoint path below /v1
+// ("/chat/completions" or "/messages"): base URLs end in the API version,
+// as providers.json writes them ("https://api.openai.com/v1").
+func (r *Route) URL(endpoint string) string { return r.BaseURL + endpoint }
+
+// registry is an immutable set of routes.
+type registry struct {
+	routes map[string]*Route
+	names  string // sorted names, for error messages
+}
+
+// buildRegistry merges providers.json (ps, may be nil) with the environment
+// and the built-in defaults. Precedence: base URL from <NAME>_BASE_URL, then
+// providers.json, then the built-in table; key from providers.json (v2
+// active key, else v1 api_key), then <NAME>_API_KEY; auth from
+// providers.json, then the built-in table, then bearer when there is a key
+// and none without one.
+func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv) (*registry, error) {
+	reg := &registry{routes: make(map[string]*Route)}
+	add := func(name string, p *manifest.Provider) error {
+		name = strings.ToLower(name)
+		e := env[name]
+		b, known := builtinProviders[name]
+		rt := &Route{Name: name}
+		switch {
+		case e.BaseURL != "":
+			rt.BaseURL = e.BaseURL
+		case p != nil && p.BaseURL != "":
+			rt.BaseURL = p.BaseURL
+		case known:
+			rt.BaseURL = b.baseURL
+		default:
+			return fmt.Errorf("providers.json: providers.%s.base_url: required (no built-in default for %q); set it, or set %s_BASE_URL", name, name, envName(name))
+		}
+		if !strings.HasPrefix(rt.BaseURL, "http://") && !strings.HasPrefix(rt.BaseURL, "https://") {
+			return fmt.Errorf("provider %s: base URL %q must be an http:// or https:// URL", name, rt.BaseURL)
+		}
+		rt.BaseURL = strings.TrimRight(rt.BaseURL, "/")
+		if p != nil {
+			rt.Secret = p.Secret()
+			rt.Auth = p.Auth
+		}
+		if rt.Secret == "" {
+			rt.Secret = e.APIKey
+		}
+		if rt.Auth == "" && known {
+			rt.Auth = b.auth
+		}
+		if rt.Auth == "" {
+			rt.Auth = manifest.ProviderAuthBearer
+		}
+		if rt.Secret == "" {
+			rt.Auth = manifest.ProviderAuthNone
+		}
+		reg.routes[name] = rt
+		return nil
+	}
+	if ps != nil {
+		for _, name := range ps.Names() {
+			if err := add(name, ps.Providers[name]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Environment-only providers: a key for a provider whose base URL is
+	// known, or an explicit base URL.
+	for name, e := range env {
+		if _, done := reg.routes[name]; done {
+			continue
+		}
+		if _, known := builtinProviders[name]; (known && e.APIKey != "") || e.BaseURL != "" {
+			if err := add(name, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	names := make([]string, 0, len(reg.routes))
+	for n := range reg.routes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	reg.names = strings.Join(names, ", ")
+	if reg.names == "" {
+		reg.names = "(none configured)"
+	}
+	return reg, nil
+}
+
+func envName(provider string) string {
+	return strings.ToUpper(strings.ReplaceAll(provider, "-", "_"))
+}
+
+// providerSource keeps the registry current: providers.json is re-stat'ed at
+// most once a second and reloaded when it changes, so rotating a v2 key pool
+// needs no restart. A reload that fails keeps the previous registry.
+type providerSource struct {
+	path    string
+	env     map[string]ProviderEnv
+	onError func(error)
+
+	cur     atomic.Pointer[registry]
+	checked atomic.Int64
+	mu      sync.Mutex
+	stamp   string
+}
+
+func newProviderSource(authDir string, env map[string]ProviderEnv, onError func(error)) (*providerSource, error) {
+	s := &providerSource{path: filepath.Join(authDir, "providers.json"), env: env, onError: onError}
+	reg, stamp, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	s.cur.Store(reg)
+	s.stamp = stamp
+	s.checked.Store(time.Now().UnixNano())
+	return s, nil
+}
+
+func (s *providerSource) load() (*registry, string, error) {
+	stamp := fileStamp(s.path)
+	var ps *manifest.Providers
+	raw, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Environment-only configuration is valid.
+	case err != nil:
+		return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
+	default:
+		if ps, err = manifest.ParseProviders(raw); err != nil {
+			return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
+		}
+	}
+	reg, err := buildRegistry(ps, s.env)
+	if err != nil {
+		return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
+	}
+	return reg, stamp, nil
+}
+
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d:%d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// get returns the current registry, reloading it when the file changed.
+func (s *providerSource) get(now time.Time) *registry {
+	if now.UnixNano()-s.checked.Load() < int64(time.Second) {
+		return s.cur.Load()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.UnixNano()-s.checked.Load() < int64(time.Second) {
+		return s.cur.Load()
+	}
+	s.checked.Store(now.UnixNano())
+	if fileStamp(s.path) == s.stamp {
+		return s.cur.Load()
+	}
+	reg, stamp, err := s.load()
+	s.stamp = stamp
+	if err != nil {
+		if s.onError != nil {
+			s.onError(fmt.Errorf("%w (keeping the previous providers)", err))
+		}
+		return s.cur.Load()
+	}
+	s.cur.Store(reg)
+	return reg
+}

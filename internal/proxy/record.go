@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/usage"
+)
+
+// contextT keeps handler.go's closure signature short.
+type contextT = context.Context
+
+// StatusClientClosed is recorded (never sent) when the runner went away
+// before the exchange finished (the nginx convention).
+const StatusClientClosed = 499
+
+// auditExchange emits an event about x with the fields every proxied
+// request event carries (spec 002 "Telemetry and Audit": manifest_present,
+// tools_count), then lets fill add the rest.
+func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audit.Event)) {
+	if s.audit == nil {
+		return
+	}
+	e := audit.Event{
+		Type:            typ,
+		ClawID:          x.Agent.ID,
+		RequestID:       x.ID,
+		Format:          string(x.Format),
+		Model:           x.Model,
+		Stream:          x.Stream,
+		ManifestPresent: audit.Ptr(x.Agent.Tools != nil),
+		ToolsCount:      audit.Ptr(x.Agent.ToolsCount()),
+	}
+	if typ != audit.TypeRequest {
+		e.LatencyMS = audit.Ptr(sinceMS(s.now(), x.Start))
+	}
+	if fill != nil {
+		fill(&e)
+	}
+	s.audit.Emit(e)
+}
+
+// failExchange answers x with a cllama error and records it.
+func (s *Server) failExchange(w http.ResponseWriter, x *exchange.Exchange, se *statusError) {
+	s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.StatusCode, e.Error = se.status, se.msg })
+	writeError(w, x.Format, se)
+}
+
+// recordResponse emits the response event and, for a completed 2xx
+// exchange with history on, appends the history entry.
+func (s *Server) recordResponse(x *exchange.Exchange, status int, u usage.Usage, haveUsage bool, response []byte, note string) {
+	s.auditExchange(x, audit.TypeResponse, func(e *audit.Event) {
+		e.StatusCode = status
+		if haveUsage {
+			e.TokensIn, e.TokensOut = audit.Ptr(u.In), audit.Ptr(u.Out)
+		}
+	})
+	if s.history == nil || status < 200 || status > 299 {
+		return
+	}
+	entry := history.Entry{
+		ID:         x.ID,
+		Timestamp:  x.Start.UTC(),
+		AgentID:    x.Agent.ID,
+		Pod:        x.Pod,
+		Format:     string(x.Format),
+		Model:      x.Model,
+		Stream:     x.Stream,
+		Status:     history.StatusOK,
+		StatusCode: status,
+		LatencyMS:  sinceMS(s.now(), x.Start),
+		Request:    x.Original,
+		Usage:      history.Usage{PromptTokens: u.In, CompletionTokens: u.Out},
+		Error:      note,
+	}
+	switch {
+	case len(response) == 0:
+	case json.Valid(response):
+		entry.Response = response
+	default:
+		// A 2xx body that is not JSON (a misbehaving provider) is kept as
+		// a string rather than breaking the history line.
+		entry.Response, _ = json.Marshal(string(response))
+	}
+	if err := s.history.Append(entry); err != nil {
+		s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.Error = "session history: " + err.Error() })
+	}
+}

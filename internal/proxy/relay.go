@@ -1,0 +1,260 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/sse"
+	"github.com/clawdapus/clawgo/internal/usage"
+)
+
+// maxCaptureBytes bounds how much of a non-streaming response is kept for
+// usage extraction and history; the runner still receives all of it.
+const maxCaptureBytes = 16 << 20
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// passthrough sends x upstream once and relays the answer: status, filtered
+// headers and body, event by event for streams.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) {
+	resp, err := x.Send(r.Context(), x.Body)
+	if err != nil {
+		s.upstreamFailed(w, r, x, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyResponseHeaders(w.Header(), resp.Header)
+	if isEventStream(resp.Header.Get("Content-Type")) && resp.StatusCode/100 == 2 {
+		s.relayStream(w, r, x, resp)
+		return
+	}
+	s.relayBody(w, r, x, resp)
+}
+
+func isEventStream(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// upstreamFailed answers a call that produced no response.
+func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exchange.Exchange, err error) {
+	switch {
+	case r.Context().Err() != nil:
+		s.clientGone(x)
+	case errors.Is(err, ErrFirstByteTimeout):
+		s.failExchange(w, x, errStatus(http.StatusGatewayTimeout, apierror.TypeTimeout,
+			fmt.Sprintf("provider %s did not answer within %s (CLLAMA_FIRST_BYTE_TIMEOUT)", x.Provider, s.cfg.FirstByteTimeout)))
+	default:
+		s.failExchange(w, x, errStatus(http.StatusBadGateway, apierror.TypeUpstream,
+			fmt.Sprintf("provider %s could not be reached: %v", x.Provider, err)))
+	}
+}
+
+func (s *Server) clientGone(x *exchange.Exchange) {
+	s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
+		e.StatusCode, e.Error = StatusClientClosed, "client disconnected; upstream request cancelled"
+	})
+}
+
+// relayBody copies a non-streaming response, keeping up to maxCaptureBytes
+// for usage and history.
+func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, x *exchange.Exchange, resp *http.Response) {
+	if resp.ContentLength >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	w.WriteHeader(resp.StatusCode)
+	capture := bufPool.Get().(*bytes.Buffer)
+	capture.Reset()
+	defer bufPool.Put(capture)
+	if resp.ContentLength > 0 && resp.ContentLength <= maxCaptureBytes {
+		capture.Grow(int(resp.ContentLength))
+	}
+	bp := copyPool.Get().(*[]byte)
+	defer copyPool.Put(bp)
+	chunk := *bp
+	truncated := false
+	for {
+		n, rerr := resp.Body.Read(chunk)
+		if n > 0 {
+			if _, werr := w.Write(chunk[:n]); werr != nil {
+				s.clientGone(x)
+				return
+			}
+			if capture.Len()+n <= maxCaptureBytes {
+				capture.Write(chunk[:n])
+			} else {
+				truncated = true
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			if r.Context().Err() != nil {
+				s.clientGone(x)
+				return
+			}
+			s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
+				e.StatusCode, e.Error = resp.StatusCode, "upstream body broke off: "+rerr.Error()
+			})
+			// The status is sent; aborting is the only way to tell the
+			// runner the body is incomplete.
+			panic(http.ErrAbortHandler)
+		}
+	}
+	var u usage.Usage
+	var ok bool
+	var response []byte
+	var note string
+	if !truncated {
+		u, ok = usage.FromJSON(capture.Bytes())
+		response = capture.Bytes()
+	} else {
+		note = fmt.Sprintf("response larger than %d bytes; not kept in history", maxCaptureBytes)
+	}
+	s.recordResponse(x, resp.StatusCode, u, ok, response, note)
+}
+
+// relayStream relays an SSE response event by event, flushing each one so
+// the runner sees it as soon as the provider sent it.
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange.Exchange, resp *http.Response) {
+	sse.PrepareHeader(w.Header())
+	w.WriteHeader(resp.StatusCode)
+	sw := sse.NewWriter(w)
+	if err := sw.Flush(); err != nil {
+		s.clientGone(x)
+		return
+	}
+	var st usage.Stream
+	var asm streamAssembler
+	if s.history != nil {
+		asm = newAssembler(x.Format)
+	}
+	term := terminalDetector{format: x.Format}
+	var readErr error
+	for ev, err := range sse.Parse(resp.Body, 0) {
+		if err != nil {
+			readErr = err
+			break
+		}
+		if len(ev.Data) > 0 {
+			st.Observe(ev.Data)
+			term.observe(ev.Name, ev.Data)
+			if asm != nil {
+				asm.observe(ev.Name, ev.Data)
+			}
+		}
+		if err := sw.Raw(ev.Raw); err != nil {
+			s.clientGone(x)
+			return
+		}
+	}
+	if readErr == nil && !term.done() {
+		readErr = errors.New("upstream closed the stream before it finished")
+	}
+	if readErr != nil {
+		if r.Context().Err() != nil {
+			s.clientGone(x)
+			return
+		}
+		msg := streamFailure(x.Provider, readErr, s.cfg)
+		_ = sw.Event(apierror.StreamEvent(x.Format, apierror.TypeUpstreamStream, msg))
+		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
+			e.StatusCode, e.Error = resp.StatusCode, msg
+			if u, ok := st.Usage(); ok {
+				e.TokensIn, e.TokensOut = audit.Ptr(u.In), audit.Ptr(u.Out)
+			}
+		})
+		return
+	}
+	u, ok := st.Usage()
+	var response []byte
+	var note string
+	if asm != nil {
+		response, note = asm.result()
+	}
+	s.recordResponse(x, resp.StatusCode, u, ok, response, note)
+}
+
+func streamFailure(provider string, err error, cfg Config) string {
+	switch {
+	case errors.Is(err, ErrIdleTimeout):
+		return fmt.Sprintf("provider %s stream stalled: no data for %s (CLLAMA_STREAM_IDLE_TIMEOUT)", provider, cfg.StreamIdleTimeout)
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return fmt.Sprintf("provider %s sent an oversized stream event: %v", provider, err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Sprintf("provider %s stream was cancelled", provider)
+	default:
+		return fmt.Sprintf("provider %s stream broke off: %v", provider, err)
+	}
+}
+
+// terminalDetector tells a finished stream from one cut short. A stream is
+// finished by its terminal event (OpenAI "data: [DONE]", Anthropic
+// message_stop), by the provider's own error event, or, for providers that
+// close without the terminal event, by EOF after a stop reason was seen.
+type terminalDetector struct {
+	format   exchange.Format
+	terminal bool
+	stopped  bool
+}
+
+var (
+	doneData     = []byte("[DONE]")
+	errorPrefix  = []byte(`{"error"`)
+	finishReason = []byte(`"finish_reason"`)
+	stopReason   = []byte(`"stop_reason"`)
+)
+
+// hasStringMember reports whether data has key (quoted) followed by a
+// string value: a non-null stop or finish reason.
+func hasStringMember(data, key []byte) bool {
+	for {
+		i := bytes.Index(data, key)
+		if i < 0 {
+			return false
+		}
+		j := skipSpace(data, i+len(key))
+		if j < len(data) && data[j] == ':' {
+			if j = skipSpace(data, j+1); j < len(data) && data[j] == '"' {
+				return true
+			}
+		}
+		data = data[i+len(key):]
+	}
+}
+
+func (t *terminalDetector) observe(name string, data []byte) {
+	if name == "error" || bytes.HasPrefix(data, errorPrefix) {
+		t.terminal = true
+		return
+	}
+	if t.format == exchange.Anthropic {
+		switch name {
+		case "message_stop":
+			t.terminal = true
+		case "message_delta":
+			t.stopped = t.stopped || hasStringMember(data, stopReason)
+		}
+		return
+	}
+	if bytes.Equal(bytes.TrimSpace(data), doneData) {
+		t.terminal = true
+		return
+	}
+	t.stopped = t.stopped || hasStringMember(data, finishReason)
+}
+
+func (t *terminalDetector) done() bool { return t.terminal || t.stopped }

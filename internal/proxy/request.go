@@ -1,0 +1,208 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// requestInfo is what the passthrough path needs from a runner's body: the
+// model (and where its value sits in the bytes) and the stream flag. The
+// rest of the document is never decoded (ARCHITECTURE.md: "the passthrough
+// path must not parse more than it needs").
+type requestInfo struct {
+	Model    string
+	Provider string
+	Upstream string // the model name sent upstream
+	Stream   bool
+	// modelStart/modelEnd delimit the model value, quotes included.
+	modelStart, modelEnd int
+}
+
+// errRequest is a 400 whose message is safe to show the runner.
+type errRequest struct{ msg string }
+
+func (e *errRequest) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &errRequest{msg} }
+
+// scanRequest validates body as one JSON object and reads its top-level
+// "model" and "stream" members. It rejects duplicate "model" or "stream"
+// keys: parsers disagree on which copy wins, and the proxy must route on the
+// same value the provider will read.
+func scanRequest(body []byte) (requestInfo, error) {
+	var info requestInfo
+	if !json.Valid(body) {
+		return info, badRequest("request body is not valid JSON")
+	}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return info, badRequest("request body must be a JSON object")
+	}
+	i = skipSpace(body, i+1)
+	seenModel, seenStream := false, false
+	for i < len(body) && body[i] != '}' {
+		keyStart := i
+		keyEnd := skipString(body, i)
+		key := body[keyStart+1 : keyEnd-1]
+		i = skipSpace(body, keyEnd)
+		i = skipSpace(body, i+1) // ':'
+		valStart := i
+		valEnd := skipValue(body, i)
+		name := string(key)
+		if hasEscape(key) {
+			var s string
+			_ = json.Unmarshal(body[keyStart:keyEnd], &s)
+			name = s
+		}
+		switch name {
+		case "model":
+			if seenModel {
+				return info, badRequest(`request body has more than one "model" member`)
+			}
+			seenModel = true
+			if body[valStart] != '"' {
+				return info, badRequest(`"model" must be a string of the form "<provider>/<model>"`)
+			}
+			info.Model = decodeString(body[valStart:valEnd])
+			info.modelStart, info.modelEnd = valStart, valEnd
+		case "stream":
+			if seenStream {
+				return info, badRequest(`request body has more than one "stream" member`)
+			}
+			seenStream = true
+			switch string(body[valStart:valEnd]) {
+			case "true":
+				info.Stream = true
+			case "false", "null":
+			default:
+				return info, badRequest(`"stream" must be true or false`)
+			}
+		}
+		i = skipSpace(body, valEnd)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	if !seenModel || info.Model == "" {
+		return info, badRequest(`"model" is required, in the form "<provider>/<model>"`)
+	}
+	provider, model, ok := strings.Cut(info.Model, "/")
+	if !ok || provider == "" || model == "" {
+		return info, badRequest(`"model" must be of the form "<provider>/<model>", got ` + quoteForMessage(info.Model))
+	}
+	info.Provider, info.Upstream = strings.ToLower(provider), model
+	return info, nil
+}
+
+// rewriteModel returns a new body with the model value replaced by
+// info.Upstream; every other byte is kept as it came.
+func rewriteModel(body []byte, info requestInfo) []byte {
+	q := appendJSONString(nil, info.Upstream)
+	out := make([]byte, 0, len(body)-(info.modelEnd-info.modelStart)+len(q))
+	out = append(out, body[:info.modelStart]...)
+	out = append(out, q...)
+	return append(out, body[info.modelEnd:]...)
+}
+
+// The helpers below walk a document json.Valid accepted, so they need not
+// re-check syntax; each returns the index just past what it skipped.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default:
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+			i++
+		}
+		return i
+	}
+}
+
+func hasEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeString decodes a JSON string literal (quotes included).
+func decodeString(lit []byte) string {
+	inner := lit[1 : len(lit)-1]
+	if !hasEscape(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(lit, &s)
+	return s
+}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// quoteForMessage quotes a runner-supplied value for an error message,
+// bounded so a huge value cannot bloat the response.
+func quoteForMessage(s string) string {
+	const max = 200
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	q, _ := json.Marshal(s)
+	return string(q)
+}

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// Timeout causes, reported through context.Cause and returned by Send and by
+// reads of the response body.
+var (
+	ErrFirstByteTimeout = errors.New("upstream sent no response headers within the first-byte timeout")
+	ErrIdleTimeout      = errors.New("upstream body was silent for longer than the idle timeout")
+)
+
+// upstreamCall is what one upstream call needs besides the body.
+type upstreamCall struct {
+	route    *Route
+	url      string
+	header   http.Header // the runner's headers; filtered here
+	rawQuery string
+}
+
+// send performs one upstream POST. Its context is the request's (a runner
+// that disconnects cancels the call) plus two bounds: response headers must
+// arrive within FirstByteTimeout, and then the body may not be silent for
+// longer than StreamIdleTimeout between reads. Closing the returned body
+// releases everything.
+func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	u := c.url
+	if c.rawQuery != "" {
+		u += "?" + c.rawQuery
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		cancel(nil)
+		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
+	}
+	copyRequestHeaders(req.Header, c.header)
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	switch c.route.Auth {
+	case manifest.ProviderAuthBearer:
+		req.Header.Set("Authorization", "Bearer "+c.route.Secret)
+	case manifest.ProviderAuthXAPIKey:
+		req.Header.Set("X-Api-Key", c.route.Secret)
+	}
+
+	timer := time.AfterFunc(s.cfg.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
+	resp, err := s.transport.RoundTrip(req)
+	timer.Stop()
+	if err != nil {
+		cause := context.Cause(ctx)
+		cancel(nil)
+		if errors.Is(cause, ErrFirstByteTimeout) {
+			return nil, ErrFirstByteTimeout
+		}
+		return nil, err
+	}
+	ib := &idleBody{rc: resp.Body, ctx: ctx, cancel: cancel, idle: s.cfg.StreamIdleTimeout}
+	ib.timer = time.AfterFunc(ib.idle, func() { cancel(ErrIdleTimeout) })
+	resp.Body = ib
+	return resp, nil
+}
+
+// idleBody bounds the silence between reads of an upstream body and
+// translates the resulting cancellation into ErrIdleTimeout.
+type idleBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	idle   time.Duration
+	timer  *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == nil || n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	if err != nil && err != io.EOF {
+		if cause := context.Cause(b.ctx); errors.Is(cause, ErrIdleTimeout) {
+			return n, ErrIdleTimeout
+		}
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
+}

@@ -1,0 +1,203 @@
+// Package proxy is cllama's HTTP edge (ARCHITECTURE.md "Run time"): it
+// guards the edge (size limits, identity), routes "<provider>/<model>" to a
+// provider and swaps the agent's credential for the provider's, hands the
+// exchange to the optional feed Decorator and, for agents with managed
+// tools, to the Mediator; everything else takes the passthrough path, which
+// relays the upstream response as it arrives (SSE flushed event by event).
+// It records audit events and session history for the passthrough path; the
+// Mediator records its own exchanges.
+//
+// It owns no format logic beyond locating the top-level "model" and
+// "stream" members of a request and reading token usage.
+package proxy
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+)
+
+// Options are the pluggable parts of a Server. The zero value is a plain
+// passthrough proxy with no audit output.
+type Options struct {
+	// Audit receives audit events (nil: discarded). cmd/cllama passes a
+	// Logger on stdout.
+	Audit *audit.Logger
+	// History records passthrough exchanges. When nil and
+	// Config.HistoryDir is set, New opens a Writer there; the Mediator
+	// should be given the same Writer (see Server.History).
+	History *history.Writer
+	// Decorator, when set, rewrites every routed exchange's Body before it
+	// is sent (feeds, spec 003).
+	Decorator exchange.Decorator
+	// Mediator, when set, takes over the exchanges of agents with managed
+	// tools (spec 000 "mediated mode"). The proxy has already emitted the
+	// exchange's audit "request" event (with mediated=true); the Mediator
+	// emits the response/error/tool_call events and writes the history
+	// entry. Errors it writes should use package apierror.
+	Mediator exchange.Mediator
+	// Transport performs upstream calls (nil: NewTransport()).
+	Transport http.RoundTripper
+	// AgentCheckInterval is how often a cached agent's files are re-stat'ed
+	// (0: agentctx.DefaultCheckInterval; negative: on every request).
+	AgentCheckInterval time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Server is cllama's HTTP handler. It is safe for concurrent use.
+type Server struct {
+	cfg       Config
+	agents    *agentctx.Store
+	providers *providerSource
+	transport http.RoundTripper
+	audit     *audit.Logger
+	history   *history.Writer
+	decorator exchange.Decorator
+	mediator  exchange.Mediator
+	now       func() time.Time
+
+	idPrefix string
+	idSeq    atomic.Uint64
+}
+
+// New builds a Server from cfg. It fails when providers.json is unreadable
+// or invalid, or the history directory cannot be created: both are
+// operator errors better reported at start-up than per request.
+func New(cfg Config, opts Options) (*Server, error) {
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:       cfg,
+		transport: opts.Transport,
+		audit:     opts.Audit,
+		history:   opts.History,
+		decorator: opts.Decorator,
+		mediator:  opts.Mediator,
+		now:       opts.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.transport == nil {
+		s.transport = NewTransport()
+	}
+	s.agents = agentctx.NewStore(cfg.ContextRoot, agentctx.StoreOptions{
+		CheckInterval: opts.AgentCheckInterval,
+		Now:           s.now,
+		OnError: func(id string, err error) {
+			s.audit.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: id, Error: err.Error()})
+		},
+	})
+	ps, err := newProviderSource(cfg.AuthDir, cfg.ProviderEnv, func(err error) {
+		s.audit.Emit(audit.Event{Type: audit.TypeManifestError, Error: err.Error()})
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.providers = ps
+	if s.history == nil && cfg.HistoryDir != "" {
+		if s.history, err = history.NewWriter(cfg.HistoryDir); err != nil {
+			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
+		}
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	s.idPrefix = "req_" + hex.EncodeToString(b[:]) + "_"
+	return s, nil
+}
+
+// Config returns the configuration the server runs with (defaults filled).
+func (s *Server) Config() Config { return s.cfg }
+
+// History returns the session history writer (nil when history is off).
+func (s *Server) History() *history.Writer { return s.history }
+
+// Audit returns the audit logger (may be nil).
+func (s *Server) Audit() *audit.Logger { return s.audit }
+
+// Agents returns the agent context store, for stages that need to resolve
+// agents themselves.
+func (s *Server) Agents() *agentctx.Store { return s.agents }
+
+// Providers returns the names of the configured providers, sorted and
+// comma-separated (for start-up logs).
+func (s *Server) Providers() string { return s.providers.get(s.now()).names }
+
+// newRequestID returns a process-unique id: a random per-process prefix
+// and a counter, so ids stay unique across restarts without a syscall per
+// request.
+func (s *Server) newRequestID() string {
+	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
+}
+
+const (
+	pathChat     = "/v1/chat/completions"
+	pathMessages = "/v1/messages"
+	pathHealth   = "/health"
+)
+
+// ServeHTTP routes the three endpoints of the container contract.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case pathChat:
+		s.serveModel(w, r, exchange.OpenAI)
+	case pathMessages:
+		s.serveModel(w, r, exchange.Anthropic)
+	case pathHealth:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, exchange.OpenAI, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use GET /health"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	default:
+		writeError(w, exchange.OpenAI, errStatus(http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("no route for %s %s; cllama serves POST %s, POST %s and GET %s", r.Method, r.URL.Path, pathChat, pathMessages, pathHealth)))
+	}
+}
+
+// statusError is an error that carries its HTTP status and error type;
+// writeError is the one place that turns it into a response.
+type statusError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+func errStatus(status int, typ, msg string) *statusError {
+	return &statusError{status: status, typ: typ, msg: msg}
+}
+
+var (
+	errMissingCredentials = errStatus(http.StatusUnauthorized, "authentication_error",
+		"missing credentials: send Authorization: Bearer <agent-id>:<secret> (or the same value in x-api-key)")
+	errMalformedCredentials = errStatus(http.StatusUnauthorized, "authentication_error",
+		"malformed credentials: the API key must be \"<agent-id>:<secret>\" from the agent's metadata.json token")
+	errBadCredentials = errStatus(http.StatusForbidden, "permission_error", "invalid credentials")
+)
+
+func asStatus(err error) *statusError {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se
+	}
+	var re *errRequest
+	if errors.As(err, &re) {
+		return errStatus(http.StatusBadRequest, "invalid_request_error", re.msg)
+	}
+	return errStatus(http.StatusInternalServerError, "api_error", err.Error())
+}

@@ -1,0 +1,31 @@
+package proxy
+
+import (
+	"net"
+	"net/http"
+	"time"
+)
+
+// NewTransport returns the pooled transport cllama uses for upstream calls.
+// Go's default keeps two idle connections per host, which under a pod's
+// concurrency means a new TLS handshake for most requests; every agent of a
+// pod talks to the same few providers, so keep many warm connections per
+// host. ResponseHeaderTimeout is left unset: the proxy bounds the first
+// byte per request (Config.FirstByteTimeout) so the error can be reported
+// in the endpoint's format.
+func NewTransport() *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    256,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		ReadBufferSize:         32 << 10,
+		WriteBufferSize:        32 << 10,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+}
