@@ -3,8 +3,8 @@ package mcpstdio
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
