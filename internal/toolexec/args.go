@@ -273,4 +273,3 @@ func encodeBody(args map[string]any, bodyKey string) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
-

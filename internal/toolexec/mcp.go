@@ -234,13 +234,17 @@ func (e *Executor) doMCP(ctx context.Context, c Call, args map[string]any, auth 
 			}
 			return result{}, e.mcpFailure(err, svc, true)
 		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: exec.ToolName, Arguments: args})
+		var overflow atomic.Bool
+		res, err := cs.CallTool(context.WithValue(ctx, overflowKey{}, &overflow), &mcp.CallToolParams{Name: exec.ToolName, Arguments: args})
 		e.mcp.release(ent)
 		if err == nil {
 			return e.mcpResult(res, svc, c.MaxResultBytes)
 		}
-		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) || ctx.Err() != nil {
+		if overflow.Load() {
+			// The SDK reports a cut stream only as a missing response.
+			err = errMessageTooLarge
+		}
+		if serverError(err) != nil || ctx.Err() != nil || err == errMessageTooLarge {
 			// The session is fine: the server answered, or we gave up.
 			return result{}, e.mcpFailure(err, svc, false)
 		}
@@ -259,13 +263,30 @@ func sessionLost(err error) bool {
 		strings.Contains(err.Error(), "session not found")
 }
 
+// codeTransportRejected is the SDK's code for a request its transport
+// could not deliver; it is not the server's answer.
+const codeTransportRejected = -32005
+
+// serverError returns the JSON-RPC error the server answered with, if err
+// carries one.
+func serverError(err error) *jsonrpc.Error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) && rpcErr.Code != codeTransportRejected {
+		return rpcErr
+	}
+	return nil
+}
+
 // mcpFailure maps an SDK error to a failure, in our own words.
 func (e *Executor) mcpFailure(err error, svc string, connecting bool) *failure {
-	var rpcErr *jsonrpc.Error
+	rpcErr := serverError(err)
 	switch {
-	case errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeInvalidParams:
+	case rpcErr != nil && rpcErr.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(rpcErr.Message, "unknown tool"):
+		// The compiled tool_name is not on the server: not the model's fault.
+		return &failure{code: CodeMisconfigured, message: fmt.Sprintf("MCP server %s does not offer this tool (%s)", svc, snippet(rpcErr.Message, 128))}
+	case rpcErr != nil && rpcErr.Code == jsonrpc.CodeInvalidParams:
 		return &failure{code: CodeInvalidArguments, message: "the MCP server rejected the arguments: " + snippet(rpcErr.Message, e.opts.ErrorSnippetBytes), rpc: RPCInvalidParams}
-	case errors.As(err, &rpcErr):
+	case rpcErr != nil:
 		return &failure{code: CodeServiceError, message: fmt.Sprintf("MCP server %s answered error %d: %s", svc, rpcErr.Code, snippet(rpcErr.Message, e.opts.ErrorSnippetBytes))}
 	case errors.Is(err, errMessageTooLarge):
 		return &failure{code: CodeServiceError, message: fmt.Sprintf("MCP server %s sent a message over %d bytes", svc, e.opts.MaxResponseBytes)}
@@ -388,15 +409,21 @@ func (t *mcpHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &boundedBody{rc: resp.Body, left: t.limit}
+	flag, _ := req.Context().Value(overflowKey{}).(*atomic.Bool)
+	resp.Body = &boundedBody{rc: resp.Body, left: t.limit, overflow: flag}
 	return resp, nil
 }
+
+// overflowKey marks a call's context with the flag its response body sets
+// when it goes past the bound.
+type overflowKey struct{}
 
 // boundedBody fails a read that goes past its bound instead of buffering
 // without end.
 type boundedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc       io.ReadCloser
+	left     int64
+	overflow *atomic.Bool // may be nil
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -404,6 +431,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
+			if b.overflow != nil {
+				b.overflow.Store(true)
+			}
 			return 0, errMessageTooLarge
 		}
 		return 0, err
