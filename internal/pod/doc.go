@@ -1,6 +1,9 @@
 // Package pod owns claw-pod.yml: loading it with compose-go (so .env,
-// interpolation, extends and profiles behave as in Docker Compose) and
-// decoding the typed x-claw grammar at pod and service level.
+// ${VAR:-default} interpolation, extends and profiles behave as in Docker
+// Compose) and decoding the typed x-claw grammar at pod and service level,
+// including the defaults / `...` spread rules and grant normalisation
+// (spec 000 §2, 002 "Pod-Level Defaults", 003 "x-claw.feeds").
+//
+// It does not read descriptors, resolve grants against them or write
+// anything; internal/compile does.
 package pod
-
-import _ "github.com/compose-spec/compose-go/v2/loader"

@@ -1,0 +1,68 @@
+package capability
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ParseToolsSnapshot decodes a baked MCP `tools/list` snapshot
+// (`.claw-tools.json`, spec 000 §1) into a version-2 descriptor whose tools
+// are reached through the service's MCP endpoint. It accepts the result
+// object ({"tools":[...]}), a bare array of tools, or a whole JSON-RPC
+// response ({"result":{"tools":[...]}}).
+func ParseToolsSnapshot(data []byte) (*Descriptor, error) {
+	if len(data) > MaxDescriptorBytes {
+		return nil, fmt.Errorf("snapshot is %d bytes; the limit is %d", len(data), MaxDescriptorBytes)
+	}
+	trimmed := bytes.TrimSpace(data)
+	var tools []wireTool
+	var mcp *wireMCP
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		if err := json.Unmarshal(trimmed, &tools); err != nil {
+			return nil, fmt.Errorf("not a valid tools/list snapshot: %v", err)
+		}
+	default:
+		var obj struct {
+			Tools  []wireTool `json:"tools"`
+			MCP    *wireMCP   `json:"mcp"`
+			Result *struct {
+				Tools []wireTool `json:"tools"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(trimmed, &obj); err != nil {
+			return nil, fmt.Errorf("not a valid tools/list snapshot: %v", err)
+		}
+		tools, mcp = obj.Tools, obj.MCP
+		if obj.Result != nil && tools == nil {
+			tools = obj.Result.Tools
+		}
+		if tools == nil {
+			return nil, errors.New(`tools: required; a snapshot holds the "tools" array of an MCP tools/list result`)
+		}
+	}
+	d := &Descriptor{Version: 2, MCP: &MCP{Transport: TransportStreamableHTTP, Path: DefaultMCPPath}}
+	if mcp != nil {
+		m, err := decodeMCP(mcp)
+		if err != nil {
+			return nil, err
+		}
+		d.MCP = m
+	}
+	seen := make(map[string]int, len(tools))
+	for i, wt := range tools {
+		wt.HTTP = nil // MCP snapshots carry no HTTP execution
+		t, err := decodeTool(wt, true)
+		if err != nil {
+			return nil, fmt.Errorf("tools[%d]%s", i, err)
+		}
+		if j, dup := seen[t.Name]; dup {
+			return nil, fmt.Errorf("tools[%d].name: %q duplicates tools[%d]; tool names must be unique", i, t.Name, j)
+		}
+		seen[t.Name] = i
+		d.Tools = append(d.Tools, t)
+	}
+	return d, nil
+}

@@ -1,0 +1,282 @@
+package compile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/clawdapus/clawgo/internal/capability"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/pod"
+)
+
+// agent projects the registry onto one agent: grants → tools, feeds,
+// service credentials, skills, policy and token.
+func (b *builder) agent(ctx context.Context, svc *pod.Service, id string, index int) (*Agent, error) {
+	c := svc.Claw
+	a := &Agent{ID: id, Service: svc.Name, Index: index, Cllama: c.CllamaEnabled(),
+		serviceAuth: map[string]*manifest.ServiceAuth{}, skillData: map[string][]byte{}}
+	md, err := b.agentContract(svc)
+	if err != nil {
+		return nil, err
+	}
+	a.agentsMD = md
+	skillFrom := map[string]bool{}
+	for i, s := range c.Surfaces {
+		a.Surfaces = append(a.Surfaces, s.Raw)
+		if s.Scheme != "service" {
+			continue
+		}
+		if _, ok := b.pod.Services[s.Target]; !ok {
+			return nil, &pod.Error{File: b.pod.File, Service: svc.Name, Key: fmt.Sprintf("x-claw.surfaces[%d]", i), Problem: fmt.Sprintf("service %q is not in the pod", s.Target), Fix: "name a service defined under services: (known: " + strings.Join(b.pod.ServiceNames(), ", ") + ")"}
+		}
+		skillFrom[s.Target] = true
+	}
+	if a.Cllama {
+		if err := b.agentTools(a, svc); err != nil {
+			return nil, err
+		}
+		for _, t := range a.tools {
+			skillFrom[t.Execution.Service] = true
+		}
+		if err := b.agentFeeds(a, svc); err != nil {
+			return nil, err
+		}
+		if a.Policy, err = b.policy(svc); err != nil {
+			return nil, err
+		}
+	}
+	for _, target := range sortedKeys(skillFrom) {
+		sd := b.descs[target]
+		if sd == nil || sd.Descriptor.Skill == "" {
+			continue
+		}
+		data, err := sd.readSkill(ctx)
+		if err != nil {
+			return nil, &pod.Error{File: sd.Location, Service: target, Key: "skill", Problem: fmt.Sprintf("cannot read %s: %v", sd.Descriptor.Skill, err), Fix: "ship the skill file next to the descriptor or fix the skill path"}
+		}
+		a.Skills = append(a.Skills, target)
+		a.skillData[target] = data
+	}
+	tok, err := b.token(id)
+	if err != nil {
+		return nil, err
+	}
+	a.Token = tok
+	return a, nil
+}
+
+// agentContract reads x-claw.agent: a file, or a directory holding
+// AGENTS.md. A missing contract is an error; no key means no AGENTS.md.
+func (b *builder) agentContract(svc *pod.Service) ([]byte, error) {
+	rel := svc.Claw.Agent
+	if rel == "" {
+		return nil, nil
+	}
+	full := rel
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(b.pod.Dir, filepath.FromSlash(rel))
+	}
+	if st, err := os.Stat(full); err == nil && st.IsDir() {
+		full = filepath.Join(full, "AGENTS.md")
+	}
+	data, err := readBounded(full, 1<<20)
+	if err != nil {
+		return nil, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.agent", Problem: fmt.Sprintf("cannot read the agent contract %s: %v", rel, trimPathErr(err)), Fix: "point agent at a markdown file (or a directory holding AGENTS.md), relative to the pod file"}
+	}
+	return data, nil
+}
+
+func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
+	entries, err := pod.ExpandGrants(b.pod.File, svc.Name, &b.pod.Claw, svc.Claw)
+	if err != nil {
+		return err
+	}
+	presented := map[string]string{}
+	for _, g := range pod.NormaliseGrants(entries) {
+		key := g.Keys[0]
+		target, ok := b.pod.Services[g.Service]
+		if !ok {
+			return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key + ".service", Problem: fmt.Sprintf("grants tools of %q, which is not a service of the pod", g.Service), Fix: "name a service defined under services: (known: " + strings.Join(b.pod.ServiceNames(), ", ") + ")"}
+		}
+		sd := b.descs[g.Service]
+		if sd == nil {
+			return b.noDescriptor(svc.Name, key, target)
+		}
+		d := sd.Descriptor
+		var chosen []capability.Tool
+		if g.All {
+			chosen = d.Tools
+			if len(chosen) == 0 {
+				b.warns = append(b.warns, fmt.Sprintf("%s: service %q: %s: %q declares no tools (descriptor %s)", b.pod.File, svc.Name, key, g.Service, sd.Location))
+			}
+		} else {
+			for _, name := range g.Tools {
+				if d.Tool(name) == nil {
+					return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key + ".allow", Problem: fmt.Sprintf("tool %q is not declared by %q (descriptor %s declares: %s)", name, g.Service, sd.Location, toolNames(d)), Fix: "grant one of the declared tools, or update the descriptor"}
+				}
+			}
+			for _, t := range d.Tools {
+				if contains(g.Tools, t.Name) {
+					chosen = append(chosen, t)
+				}
+			}
+		}
+		if len(chosen) == 0 {
+			continue
+		}
+		base, err := b.baseURL(target)
+		if err != nil {
+			return err
+		}
+		auth, err := b.auth(a, svc, target.Name)
+		if err != nil {
+			return err
+		}
+		for _, t := range chosen {
+			mt := projectTool(g.Service, base, d, t, auth)
+			p := capability.PresentedName(mt.Name)
+			if other, clash := presented[p]; clash {
+				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key, Problem: fmt.Sprintf("tools %q and %q are both presented to the model as %q", other, mt.Name, p), Fix: "grant only one of them, or rename one in its descriptor"}
+			}
+			presented[p] = mt.Name
+			a.tools = append(a.tools, mt)
+			a.Tools = append(a.Tools, ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), GrantedBy: g.Keys})
+		}
+	}
+	return nil
+}
+
+func (b *builder) noDescriptor(agent, key string, target *pod.Service) error {
+	fix := fmt.Sprintf("add x-claw.describe-file to %q, or put %s in its build context", target.Name, DescribeFileName)
+	if target.Claw != nil && target.Claw.MCPStdio != nil {
+		fix = fmt.Sprintf("run `claw discover %s` to snapshot its tools", target.Name)
+	} else if b.opts.Images == nil && target.Compose.Image != "" {
+		fix += "; descriptors baked into images are read by `claw up` or `claw compile --images`"
+	}
+	return &pod.Error{File: b.pod.File, Service: agent, Key: key + ".service", Problem: fmt.Sprintf("no descriptor found for %q (looked for x-claw.describe-file, %s/%s.claw-describe.json, image labels, %s in the build context)", target.Name, DiscoveredDir, target.Name, DescribeFileName), Fix: fix}
+}
+
+func projectTool(service, base string, d *capability.Descriptor, t capability.Tool, auth *manifest.Auth) manifest.Tool {
+	mt := manifest.Tool{
+		Name: service + "." + t.Name, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
+	}
+	e := &mt.Execution
+	e.Service, e.BaseURL, e.Auth, e.TimeoutMS, e.Retry = service, base, auth, t.TimeoutMS, t.Retry
+	if t.HTTP != nil {
+		e.Transport, e.Method, e.Path, e.Body, e.BodyKey = manifest.TransportHTTP, t.HTTP.Method, t.HTTP.Path, t.HTTP.Body, t.HTTP.BodyKey
+	} else {
+		e.Transport, e.Path, e.ToolName = manifest.TransportMCP, d.MCP.Path, t.Name
+	}
+	return mt
+}
+
+// baseURL is http://<service>:<port> with the first exposed port, else the
+// first published container port; stdio MCP wrappers default to 8080.
+func (b *builder) baseURL(svc *pod.Service) (string, error) {
+	port := ""
+	if len(svc.Compose.Expose) > 0 {
+		port = svc.Compose.Expose[0]
+		if i := strings.IndexAny(port, "/-"); i >= 0 {
+			port = port[:i]
+		}
+	} else if len(svc.Compose.Ports) > 0 {
+		port = fmt.Sprint(svc.Compose.Ports[0].Target)
+	} else if svc.Claw != nil && svc.Claw.MCPStdio != nil {
+		port = "8080"
+	}
+	if port == "" || port == "0" {
+		return "", &pod.Error{File: b.pod.File, Service: svc.Name, Key: "expose", Problem: "the service exposes no port, so cllama cannot reach it", Fix: "add `expose: [\"<port>\"]` with the port the service listens on"}
+	}
+	return "http://" + svc.Name + ":" + port, nil
+}
+
+// auth resolves the credential an agent's calls to target carry: a
+// projected x-claw.service-auth entry wins; otherwise the descriptor's
+// auth.env, resolved from the target's environment, then the pod's (.env
+// and process). A missing value is an error naming the variable.
+func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifest.Auth, error) {
+	if sa, ok := a.serviceAuth[target]; ok {
+		return sa.Bearer(), nil
+	}
+	if spec, ok := agentSvc.Claw.ServiceAuth[target]; ok {
+		sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: spec.Token, Principal: spec.Principal}
+		a.serviceAuth[target] = sa
+		return sa.Bearer(), nil
+	}
+	sd := b.descs[target]
+	if sd == nil || sd.Descriptor.Auth == nil || sd.Descriptor.Auth.Type != capability.AuthBearer {
+		return nil, nil
+	}
+	env := sd.Descriptor.Auth.Env
+	val, ok := b.envValue(target, env)
+	if !ok || val == "" {
+		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("variable %s (the bearer token for %q) is not set", env, target), Fix: fmt.Sprintf("set %s in the %q service's environment or in .env, or project a token with x-claw.service-auth on %q", env, target, agentSvc.Name)}
+	}
+	sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: val}
+	a.serviceAuth[target] = sa
+	return sa.Bearer(), nil
+}
+
+func (b *builder) envValue(service, name string) (string, bool) {
+	if s, ok := b.pod.Services[service]; ok {
+		if v, ok := s.Compose.Environment[name]; ok && v != nil {
+			return *v, true
+		}
+	}
+	v, ok := b.pod.Project.Environment[name]
+	return v, ok
+}
+
+func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
+	var p manifest.Policy
+	apply := func(dst *int, vals ...*int) {
+		for _, v := range vals {
+			if v != nil {
+				*dst = *v
+			}
+		}
+	}
+	pp, sp := b.pod.Claw.ToolPolicy, svc.Claw.ToolPolicy
+	apply(&p.MaxRounds, pp.MaxRounds, sp.MaxRounds)
+	apply(&p.TimeoutPerToolMS, pp.TimeoutPerToolMS, sp.TimeoutPerToolMS)
+	apply(&p.TotalTimeoutMS, pp.TotalTimeoutMS, sp.TotalTimeoutMS)
+	apply(&p.MaxToolResultBytes, pp.MaxToolResultBytes, sp.MaxToolResultBytes)
+	p = p.WithDefaults()
+	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
+		return p, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-policy.total-timeout-ms", Problem: fmt.Sprintf("the effective total timeout %dms is below the per-tool timeout %dms (after pod defaults)", p.TotalTimeoutMS, p.TimeoutPerToolMS), Fix: "raise total-timeout-ms or lower timeout-per-tool-ms"}
+	}
+	return p, p.Validate("tool-policy")
+}
+
+func toolNames(d *capability.Descriptor) string {
+	if len(d.Tools) == 0 {
+		return "none"
+	}
+	names := make([]string, len(d.Tools))
+	for i, t := range d.Tools {
+		names[i] = t.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func trimPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,178 @@
+package compile
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/pod"
+)
+
+// Result is a compiled pod: the files to write and a summary of what each
+// agent may call and read.
+type Result struct {
+	Pod    *pod.Pod
+	Agents []*Agent
+	// Descriptors are the services' descriptors, sorted by service.
+	Descriptors []*ServiceDescriptor
+	Output      *Output
+	// Warnings are non-fatal findings (the pod's and the compiler's).
+	Warnings []string
+}
+
+// Agent is one compiled agent.
+type Agent struct {
+	ID      string
+	Service string
+	// Index is the replica index for services with count > 1, else -1.
+	Index  int
+	Cllama bool
+	Tools  []ToolSummary
+	Feeds  []manifest.Feed
+	Policy manifest.Policy
+	// Skills are the services whose skill files the agent receives.
+	Skills   []string
+	Surfaces []string
+	Token    string
+
+	tools       []manifest.Tool
+	serviceAuth map[string]*manifest.ServiceAuth
+	skillData   map[string][]byte
+	agentsMD    []byte
+}
+
+// ToolSummary is one granted tool as operators see it.
+type ToolSummary struct {
+	Presented   string
+	Canonical   string
+	Description string
+	ReadOnly    bool
+	// GrantedBy names the tools: entries that granted it.
+	GrantedBy []string
+}
+
+type builder struct {
+	pod   *pod.Pod
+	opts  Options
+	descs map[string]*ServiceDescriptor
+	warns []string
+}
+
+// Build compiles p. It reads the pod directory and, with Options.Images,
+// local images; it writes nothing.
+func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	b := &builder{pod: p, opts: opts, descs: map[string]*ServiceDescriptor{}}
+	res := &Result{Pod: p, Warnings: append([]string(nil), p.Warnings...)}
+	if _, taken := p.Services[CllamaService]; taken {
+		return nil, &pod.Error{File: p.File, Service: CllamaService, Key: "services." + CllamaService, Problem: "the name is reserved for the governance proxy claw adds", Fix: "rename the service"}
+	}
+	if err := b.checkAgentIDs(); err != nil {
+		return nil, err
+	}
+	for _, name := range p.ServiceNames() {
+		svc := p.Services[name]
+		if svc.IsAgent() {
+			continue
+		}
+		sd, err := b.lookupDescriptor(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		if sd != nil {
+			b.descs[name] = sd
+			res.Descriptors = append(res.Descriptors, sd)
+			if w := discoveryDrift(svc, sd); w != "" {
+				b.warns = append(b.warns, w)
+			}
+		}
+	}
+	for _, svc := range p.Agents() {
+		ids := AgentIDs(svc)
+		for i, id := range ids {
+			idx := -1
+			if len(ids) > 1 {
+				idx = i
+			}
+			a, err := b.agent(ctx, svc, id, idx)
+			if err != nil {
+				return nil, err
+			}
+			res.Agents = append(res.Agents, a)
+		}
+	}
+	providers, err := b.providers()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkStarvation(); err != nil {
+		return nil, err
+	}
+	compose, err := b.composeFile(ctx, res.Agents)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.output(res.Agents, providers, compose)
+	if err != nil {
+		return nil, err
+	}
+	res.Output = out
+	res.Warnings = append(res.Warnings, b.warns...)
+	return res, nil
+}
+
+// AgentIDs returns the agent ids of an agent service: its name, or
+// "<service>-<i>" (i from 0) when x-claw.count is greater than 1.
+func AgentIDs(svc *pod.Service) []string {
+	n := 1
+	if svc.Claw != nil && svc.Claw.Count > 1 {
+		n = svc.Claw.Count
+	}
+	if n == 1 {
+		return []string{svc.Name}
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = svc.Name + "-" + strconv.Itoa(i)
+	}
+	return ids
+}
+
+func (b *builder) checkAgentIDs() error {
+	owner := map[string]string{}
+	for _, n := range b.pod.ServiceNames() {
+		owner[n] = n
+	}
+	for _, svc := range b.pod.Agents() {
+		ids := AgentIDs(svc)
+		for _, id := range ids {
+			if !manifest.ValidAgentID(id) {
+				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "services." + svc.Name, Problem: fmt.Sprintf("agent id %q is not usable as a directory name", id), Fix: "name agent services with letters, digits, '_' and '-' only"}
+			}
+			if len(ids) > 1 {
+				if other, clash := owner[id]; clash {
+					return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.count", Problem: fmt.Sprintf("replica id %q clashes with service %q", id, other), Fix: "rename one of the services"}
+				}
+				owner[id] = svc.Name
+			}
+		}
+		if len(ids) > 1 && svc.Compose.ContainerName != "" {
+			return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "container_name", Problem: "a fixed container name cannot be shared by several replicas", Fix: "remove container_name or set x-claw.count to 1"}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

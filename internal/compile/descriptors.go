@@ -1,0 +1,227 @@
+package compile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/clawdapus/clawgo/internal/capability"
+	"github.com/clawdapus/clawgo/internal/pod"
+)
+
+// Descriptor source kinds, in lookup order (issue 5, spec 002).
+const (
+	SourceDescribeFile = "describe-file"
+	SourceDiscovered   = "discovered"
+	SourceImageLabel   = "image-label"
+	SourceImage        = "image"
+	SourceBuildContext = "build-context"
+)
+
+// Well-known descriptor file names.
+const (
+	DescribeFileName  = ".claw-describe.json"
+	ToolsSnapshotName = ".claw-tools.json"
+	DiscoveredDir     = ".claw-discovered"
+	DescribeLabel     = "claw.describe"
+)
+
+// ServiceDescriptor is a service's descriptor and where it came from.
+type ServiceDescriptor struct {
+	Service    string
+	Descriptor *capability.Descriptor
+	// Kind is one of the Source* constants; Location is the file (relative
+	// to the pod directory) or "image:path".
+	Kind     string
+	Location string
+	// readSkill loads the descriptor's skill file.
+	readSkill func(ctx context.Context) ([]byte, error)
+	// discovery is the metadata `claw discover` recorded, if any.
+	discovery *discoveryMeta
+}
+
+type discoveryMeta struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Image   string   `json:"image"`
+}
+
+// lookupDescriptor finds svc's descriptor in the documented order:
+// x-claw.describe-file; .claw-discovered/<service>.claw-describe.json; a
+// local image's claw.describe label or /.claw-describe.json (or a baked
+// /.claw-tools.json); the build context's .claw-describe.json (or
+// .claw-tools.json). It returns nil when the service has none.
+func (b *builder) lookupDescriptor(ctx context.Context, svc *pod.Service) (*ServiceDescriptor, error) {
+	if svc.Claw != nil && svc.Claw.DescribeFile != "" {
+		rel := svc.Claw.DescribeFile
+		sd, err := b.fileDescriptor(svc.Name, SourceDescribeFile, rel)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.describe-file", Problem: fmt.Sprintf("%s does not exist", rel), Fix: "point describe-file at the service's claw.describe JSON, relative to the pod file"}
+		}
+		return sd, err
+	}
+	discovered := path.Join(DiscoveredDir, svc.Name+".claw-describe.json")
+	if sd, err := b.fileDescriptor(svc.Name, SourceDiscovered, discovered); !errors.Is(err, os.ErrNotExist) {
+		return sd, err
+	}
+	if b.opts.Images != nil && svc.Compose.Image != "" {
+		sd, err := b.imageDescriptor(ctx, svc)
+		if sd != nil || err != nil {
+			return sd, err
+		}
+	}
+	if svc.Compose.Build != nil && svc.Compose.Build.Context != "" && !strings.Contains(svc.Compose.Build.Context, "://") {
+		for _, name := range []string{DescribeFileName, ToolsSnapshotName} {
+			rel := filepath.ToSlash(filepath.Join(svc.Compose.Build.Context, name))
+			if filepath.IsAbs(svc.Compose.Build.Context) {
+				if r, err := filepath.Rel(b.pod.Dir, filepath.Join(svc.Compose.Build.Context, name)); err == nil {
+					rel = filepath.ToSlash(r)
+				}
+			}
+			if sd, err := b.fileDescriptor(svc.Name, SourceBuildContext, rel); !errors.Is(err, os.ErrNotExist) {
+				return sd, err
+			}
+		}
+	}
+	return nil, nil
+}
+
+// fileDescriptor reads a descriptor at rel (relative to the pod directory).
+// It returns an error wrapping os.ErrNotExist when the file is absent.
+func (b *builder) fileDescriptor(service, kind, rel string) (*ServiceDescriptor, error) {
+	full := rel
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(b.pod.Dir, filepath.FromSlash(rel))
+	}
+	data, err := readBounded(full, capability.MaxDescriptorBytes)
+	if err != nil {
+		return nil, err
+	}
+	sd, err := parseDescriptorBytes(service, kind, rel, data)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(full)
+	sd.readSkill = func(context.Context) ([]byte, error) {
+		return readBounded(filepath.Join(dir, filepath.FromSlash(sd.Descriptor.Skill)), 1<<20)
+	}
+	return sd, nil
+}
+
+func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*ServiceDescriptor, error) {
+	image := svc.Compose.Image
+	labels, present, err := b.opts.Images.Labels(ctx, image)
+	if err != nil || !present {
+		return nil, err
+	}
+	candidates := []struct{ kind, path string }{}
+	if p := labels[DescribeLabel]; p != "" {
+		if !strings.HasPrefix(p, "/") {
+			p = "/" + p
+		}
+		candidates = append(candidates, struct{ kind, path string }{SourceImageLabel, p})
+	}
+	candidates = append(candidates,
+		struct{ kind, path string }{SourceImage, "/" + DescribeFileName},
+		struct{ kind, path string }{SourceImage, "/" + ToolsSnapshotName})
+	for _, c := range candidates {
+		data, err := b.opts.Images.ReadFile(ctx, image, c.path)
+		if errors.Is(err, ErrNotInImage) {
+			if c.kind == SourceImageLabel {
+				return nil, &pod.Error{File: "image " + image, Service: svc.Name, Key: "label " + DescribeLabel, Problem: fmt.Sprintf("names %s, which is not in the image", c.path), Fix: "fix the image's claw.describe label or bake the descriptor at that path"}
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		loc := "image " + image + ":" + c.path
+		sd, err := parseDescriptorBytes(svc.Name, c.kind, loc, data)
+		if err != nil {
+			return nil, err
+		}
+		dir := path.Dir(c.path)
+		sd.readSkill = func(ctx context.Context) ([]byte, error) {
+			p := sd.Descriptor.Skill
+			if !strings.HasPrefix(p, "/") {
+				p = path.Join(dir, p)
+			}
+			return b.opts.Images.ReadFile(ctx, image, p)
+		}
+		return sd, nil
+	}
+	return nil, nil
+}
+
+func parseDescriptorBytes(service, kind, loc string, data []byte) (*ServiceDescriptor, error) {
+	var d *capability.Descriptor
+	var err error
+	if strings.HasSuffix(loc, ToolsSnapshotName) {
+		d, err = capability.ParseToolsSnapshot(data)
+	} else {
+		d, err = capability.ParseDescriptor(data)
+	}
+	if err != nil {
+		return nil, &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (see spec 000 §1 for the claw.describe v2 shape)"}
+	}
+	sd := &ServiceDescriptor{Service: service, Descriptor: d, Kind: kind, Location: loc}
+	var meta struct {
+		Discovery *discoveryMeta `json:"discovery"`
+	}
+	if json.Unmarshal(data, &meta) == nil {
+		sd.discovery = meta.Discovery
+	}
+	return sd, nil
+}
+
+// discoveryDrift reports how a stdio MCP service changed since discovery.
+func discoveryDrift(svc *pod.Service, sd *ServiceDescriptor) string {
+	if sd.discovery == nil || svc.Claw == nil || svc.Claw.MCPStdio == nil {
+		return ""
+	}
+	m, dm := svc.Claw.MCPStdio, sd.discovery
+	var changed []string
+	if dm.Command != "" && dm.Command != m.Command {
+		changed = append(changed, "command")
+	}
+	if dm.Args != nil && !slices.Equal(dm.Args, m.Args) {
+		changed = append(changed, "args")
+	}
+	if dm.Image != "" && dm.Image != svc.Compose.Image {
+		changed = append(changed, "image")
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("service %q: %s changed since %s was discovered; run `claw discover %s`", svc.Name, strings.Join(changed, ", "), sd.Location, svc.Name)
+}
+
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory: %w", name, os.ErrNotExist)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
+	}
+	return data, nil
+}

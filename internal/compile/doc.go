@@ -1,0 +1,13 @@
+// Package compile turns a loaded pod (internal/pod) and its services'
+// descriptors (internal/capability) into the files cllama and Docker
+// Compose consume: per-agent context under .claw-runtime/context/<agent-id>/,
+// .claw-auth/providers.json and compose.generated.yml (spec 000 "compilation
+// pipeline", 002 "What claw up Compiles", 003 "feeds.json").
+//
+// Build is pure apart from reading the pod directory (agent contracts,
+// descriptors, skills, previous tokens) and, when Options.Images is set,
+// local Docker images; it returns the whole output in memory. Output.Write
+// puts it on disk. The same input gives byte-identical output except for
+// agent tokens, which are fresh from crypto/rand on the first compile and
+// then kept across recompiles.
+package compile

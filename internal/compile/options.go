@@ -1,0 +1,40 @@
+package compile
+
+import (
+	"io"
+)
+
+// DefaultCllamaImage is the cllama image used when neither Options nor the
+// pod's x-claw.cllama-defaults.image names one: a local tag, built by
+// `make images`, so nothing is pulled.
+const DefaultCllamaImage = "clawgo/cllama:latest"
+
+// Output locations, relative to the pod directory.
+const (
+	RuntimeDir     = ".claw-runtime"
+	ContextDir     = ".claw-runtime/context"
+	AuthDir        = ".claw-auth"
+	ProvidersFile  = ".claw-auth/providers.json"
+	GeneratedFile  = "compose.generated.yml"
+	CllamaService  = "cllama"
+	InternalNet    = "claw-internal"
+	HistoryVolume  = "claw-session-history"
+	CllamaPort     = 8080
+	defaultFeedTTL = 60
+)
+
+// Options configures Build. The zero value reads no images, uses
+// DefaultCllamaImage and crypto/rand.
+type Options struct {
+	// Images reads descriptors from local images; nil skips that lookup
+	// step (as `claw compile` does, touching no Docker).
+	Images ImageSource
+	// CllamaImage overrides the cllama image (it wins over
+	// x-claw.cllama-defaults.image). Default DefaultCllamaImage.
+	CllamaImage string
+	// Rand is the token entropy source; default crypto/rand.Reader.
+	Rand io.Reader
+	// KeepTokens, when non-nil, supplies previous tokens by agent id instead
+	// of reading them from the pod directory (tests).
+	KeepTokens map[string]string
+}

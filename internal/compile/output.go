@@ -1,0 +1,214 @@
+package compile
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// File is one generated file, its path relative to the pod directory
+// (slash-separated).
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Output is the whole generated tree, sorted by path.
+type Output struct {
+	Files []File
+}
+
+// File modes: secrets (tokens, projected credentials, provider keys) are
+// 0600 and read only by cllama; what agents mount is 0644.
+const (
+	modeSecret = 0o600
+	modePublic = 0o644
+)
+
+// secretBytes is the token's random part: 24 bytes, 48 hex digits.
+const secretBytes = 24
+
+var tokenSecretPattern = regexp.MustCompile(`^[0-9a-f]{48}$`)
+
+// token returns the agent's token, reusing a valid previous one so an
+// unchanged pod recompiles to identical bytes.
+func (b *builder) token(id string) (string, error) {
+	prev, ok := b.opts.KeepTokens[id]
+	if !ok && b.opts.KeepTokens == nil {
+		if data, err := os.ReadFile(filepath.Join(b.pod.Dir, ContextDir, id, "metadata.json")); err == nil {
+			if m, err := manifest.ParseMetadata(data, id); err == nil {
+				prev, ok = m.Token, true
+			}
+		}
+	}
+	if ok {
+		if pid, secret, valid := manifest.SplitToken(prev); valid && pid == id && tokenSecretPattern.MatchString(secret) {
+			return prev, nil
+		}
+	}
+	buf := make([]byte, secretBytes)
+	if _, err := io.ReadFull(b.opts.Rand, buf); err != nil {
+		return "", fmt.Errorf("generating the token of %s: %w", id, err)
+	}
+	return id + ":" + hex.EncodeToString(buf), nil
+}
+
+func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose []byte) (*Output, error) {
+	out := &Output{}
+	add := func(p string, mode fs.FileMode, data []byte) {
+		out.Files = append(out.Files, File{Path: p, Data: data, Mode: mode})
+	}
+	addJSON := func(p string, mode fs.FileMode, v any) error {
+		data, err := manifest.MarshalIndentJSON(v)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", p, err)
+		}
+		add(p, mode, data)
+		return nil
+	}
+	for _, a := range agents {
+		dir := path.Join(ContextDir, a.ID)
+		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a)}
+		if err := addJSON(path.Join(dir, "metadata.json"), modeSecret, md); err != nil {
+			return nil, err
+		}
+		if a.agentsMD != nil {
+			add(path.Join(dir, "AGENTS.md"), modePublic, a.agentsMD)
+		}
+		add(path.Join(dir, "CLAWDAPUS.md"), modePublic, b.clawdapusMD(a))
+		if a.Cllama {
+			if len(a.tools) > 0 {
+				tm := manifest.Tools{Version: manifest.ToolsManifestVersion, Tools: a.tools, Policy: a.Policy}
+				if err := addJSON(path.Join(dir, "tools.json"), modeSecret, tm); err != nil {
+					return nil, err
+				}
+			}
+			feeds := a.Feeds
+			if feeds == nil {
+				feeds = []manifest.Feed{}
+			}
+			if err := addJSON(path.Join(dir, "feeds.json"), modeSecret, feeds); err != nil {
+				return nil, err
+			}
+			for _, svc := range sortedKeys(a.serviceAuth) {
+				if err := addJSON(path.Join(dir, "service-auth", svc+".json"), modeSecret, a.serviceAuth[svc]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, s := range a.Skills {
+			add(path.Join(dir, "skills", s+".md"), modePublic, a.skillData[s])
+		}
+	}
+	if err := addJSON(ProvidersFile, modeSecret, providers); err != nil {
+		return nil, err
+	}
+	add(GeneratedFile, modePublic, compose)
+	sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Path < out.Files[j].Path })
+	return out, nil
+}
+
+func (b *builder) agentType(a *Agent) string {
+	if t := b.pod.Services[a.Service].Claw.Type; t != "" {
+		return t
+	}
+	return "generic"
+}
+
+// Write puts the output under dir (the pod directory). Files whose bytes
+// and mode are unchanged are left alone, so cllama's change detection sees
+// only real changes; files under .claw-runtime/context that the output no
+// longer holds (a removed agent, a revoked grant) are deleted. Directories
+// are created in place rather than replaced, so running containers keep
+// their bind mounts.
+func (o *Output) Write(dir string) error {
+	want := make(map[string]bool, len(o.Files))
+	for _, f := range o.Files {
+		want[f.Path] = true
+		full := filepath.Join(dir, filepath.FromSlash(f.Path))
+		dmode := fs.FileMode(0o755)
+		if strings.Contains(f.Path, "/service-auth/") || strings.HasPrefix(f.Path, AuthDir+"/") {
+			dmode = 0o700
+		}
+		if err := os.MkdirAll(filepath.Dir(full), dmode); err != nil {
+			return err
+		}
+		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, f.Data) {
+			if st, err := os.Stat(full); err == nil && st.Mode().Perm() == f.Mode {
+				continue
+			}
+		}
+		if err := writeAtomic(full, f.Data, f.Mode); err != nil {
+			return err
+		}
+	}
+	return prune(dir, ContextDir, want)
+}
+
+// prune removes files under root (relative to dir) not in want, then
+// empty directories.
+func prune(dir, root string, want map[string]bool) error {
+	base := filepath.Join(dir, filepath.FromSlash(root))
+	var dirs []string
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if p != base {
+				dirs = append(dirs, p)
+			}
+			return nil
+		}
+		if !want[rel] {
+			return os.Remove(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if entries, err := os.ReadDir(dirs[i]); err == nil && len(entries) == 0 {
+			_ = os.Remove(dirs[i])
+		}
+	}
+	return nil
+}
+
+func writeAtomic(full string, data []byte, mode fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(full), "."+filepath.Base(full)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), full)
+}

@@ -1,0 +1,477 @@
+package pod
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// decoder turns the untyped x-claw values compose-go hands over
+// (map[string]any, []any, string, int, …) into the typed grammar, naming
+// file, service and key in every error.
+type decoder struct {
+	file     string
+	service  string
+	warnings []string
+}
+
+func (d *decoder) errf(key, fix, format string, args ...any) *Error {
+	return &Error{File: d.file, Service: d.service, Key: key, Problem: fmt.Sprintf(format, args...), Fix: fix}
+}
+
+func (d *decoder) warnf(key, format string, args ...any) {
+	where := d.file
+	if d.service != "" {
+		where += ": service \"" + d.service + "\""
+	}
+	d.warnings = append(d.warnings, fmt.Sprintf("%s: %s: %s", where, key, fmt.Sprintf(format, args...)))
+}
+
+var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "feeds-defaults", "tool-policy"}
+
+var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth"}
+
+// DecodePodClaw decodes the pod-level x-claw value. file names the pod file
+// in errors; warnings report keys it ignores.
+func DecodePodClaw(file string, v any) (Claw, []string, error) {
+	d := &decoder{file: file}
+	c, err := d.podClaw(v)
+	return c, d.warnings, err
+}
+
+// DecodeServiceClaw decodes one service's x-claw value.
+func DecodeServiceClaw(file, service string, v any) (*ServiceClaw, []string, error) {
+	d := &decoder{file: file, service: service}
+	c, err := d.serviceClaw(v)
+	return c, d.warnings, err
+}
+
+func (d *decoder) object(key string, v any) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, d.errf(key, "write it as a mapping of keys", "must be a mapping, got %s", typeName(v))
+	}
+	return m, nil
+}
+
+func (d *decoder) unknownKeys(prefix string, m map[string]any, known []string) {
+	keys := sortedKeys(m)
+	for _, k := range keys {
+		found := false
+		for _, kn := range known {
+			found = found || k == kn
+		}
+		if !found {
+			d.warnf(prefix+"."+k, "unknown key ignored (known keys: %s)", strings.Join(known, ", "))
+		}
+	}
+}
+
+func (d *decoder) podClaw(v any) (Claw, error) {
+	var c Claw
+	if v == nil {
+		return c, nil
+	}
+	m, err := d.object("x-claw", v)
+	if err != nil {
+		return c, err
+	}
+	d.unknownKeys("x-claw", m, podKeys)
+	if c.Name, err = d.str("x-claw.pod", m["pod"], false); err != nil {
+		return c, err
+	}
+	if raw, ok := m["cllama-defaults"]; ok && raw != nil {
+		if c.CllamaDefaults, err = d.cllamaDefaults(raw); err != nil {
+			return c, err
+		}
+	}
+	if raw, ok := m["tools-defaults"]; ok {
+		c.HasToolsDefaults = true
+		if c.ToolsDefaults, err = d.grants("x-claw.tools-defaults", raw, false); err != nil {
+			return c, err
+		}
+	}
+	if raw, ok := m["feeds-defaults"]; ok {
+		c.HasFeedsDefaults = true
+		if c.FeedsDefaults, err = d.feeds("x-claw.feeds-defaults", raw, false); err != nil {
+			return c, err
+		}
+	}
+	if raw, ok := m["tool-policy"]; ok && raw != nil {
+		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
+	var cd CllamaDefaults
+	m, err := d.object("x-claw.cllama-defaults", v)
+	if err != nil {
+		return cd, err
+	}
+	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image"})
+	if cd.Image, err = d.str("x-claw.cllama-defaults.image", m["image"], false); err != nil {
+		return cd, err
+	}
+	if raw, ok := m["env"]; ok && raw != nil {
+		if cd.Env, err = d.env("x-claw.cllama-defaults.env", raw); err != nil {
+			return cd, err
+		}
+	}
+	return cd, nil
+}
+
+// env accepts a mapping or a list of KEY=VALUE strings, like compose's
+// environment.
+func (d *decoder) env(key string, v any) (map[string]string, error) {
+	out := map[string]string{}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			s, err := d.scalar(key+"."+k, val)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = s
+		}
+	case []any:
+		for i, e := range t {
+			s, ok := e.(string)
+			k, val, found := strings.Cut(s, "=")
+			if !ok || !found || k == "" {
+				return nil, d.errf(fmt.Sprintf("%s[%d]", key, i), "write KEY=VALUE or use a mapping", "must be a KEY=VALUE string")
+			}
+			out[k] = val
+		}
+	default:
+		return nil, d.errf(key, "write a mapping of VARIABLE: value", "must be a mapping or a list, got %s", typeName(v))
+	}
+	return out, nil
+}
+
+func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
+	c := &ServiceClaw{Count: 1}
+	if v == nil {
+		return c, nil
+	}
+	m, err := d.object("x-claw", v)
+	if err != nil {
+		return nil, err
+	}
+	d.unknownKeys("x-claw", m, serviceKeys)
+	if c.Agent, err = d.str("x-claw.agent", m["agent"], false); err != nil {
+		return nil, err
+	}
+	if c.Type, err = d.str("x-claw.type", m["type"], false); err != nil {
+		return nil, err
+	}
+	if c.DescribeFile, err = d.str("x-claw.describe-file", m["describe-file"], false); err != nil {
+		return nil, err
+	}
+	if c.Cllama, err = d.cllama(m["cllama"]); err != nil {
+		return nil, err
+	}
+	if raw, ok := m["surfaces"]; ok && raw != nil {
+		if c.Surfaces, err = d.surfaces(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["tools"]; ok {
+		c.HasTools = true
+		if c.Tools, err = d.grants("x-claw.tools", raw, true); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["feeds"]; ok {
+		c.HasFeeds = true
+		if c.Feeds, err = d.feeds("x-claw.feeds", raw, true); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["tool-policy"]; ok && raw != nil {
+		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["count"]; ok && raw != nil {
+		n, err := d.integer("x-claw.count", raw)
+		if err != nil {
+			return nil, err
+		}
+		if n < 1 || n > 1000 {
+			return nil, d.errf("x-claw.count", "use a number of agents between 1 and 1000", "must be between 1 and 1000, got %d", n)
+		}
+		c.Count = n
+	}
+	if raw, ok := m["mcp-stdio"]; ok && raw != nil {
+		if c.MCPStdio, err = d.mcpStdio(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["service-auth"]; ok && raw != nil {
+		if c.ServiceAuth, err = d.serviceAuth(raw); err != nil {
+			return nil, err
+		}
+	}
+	if c.MCPStdio != nil && c.IsAgent() {
+		return nil, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)")
+	}
+	if !c.CllamaEnabled() {
+		if c.HasTools {
+			return nil, d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama")
+		}
+		if c.HasFeeds {
+			return nil, d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama")
+		}
+		if c.ToolPolicy != (PolicySpec{}) {
+			return nil, d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama")
+		}
+	}
+	return c, nil
+}
+
+func (d *decoder) cllama(v any) ([]string, error) {
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		if t == "" {
+			return nil, nil
+		}
+		return []string{t}, nil
+	case []any:
+		var out []string
+		for i, e := range t {
+			s, ok := e.(string)
+			if !ok || s == "" {
+				return nil, d.errf(fmt.Sprintf("x-claw.cllama[%d]", i), "write a proxy type such as passthrough", "must be a non-empty string")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	default:
+		return nil, d.errf("x-claw.cllama", "write `cllama: passthrough`", "must be a string or a list of strings, got %s", typeName(v))
+	}
+}
+
+func (d *decoder) surfaces(v any) ([]Surface, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, d.errf("x-claw.surfaces", "write a list such as [\"service://trading-api\"]", "must be a list, got %s", typeName(v))
+	}
+	out := make([]Surface, 0, len(list))
+	for i, e := range list {
+		key := fmt.Sprintf("x-claw.surfaces[%d]", i)
+		s, ok := e.(string)
+		if !ok {
+			return nil, d.errf(key, "write service://<name>", "must be a string, got %s", typeName(e))
+		}
+		scheme, target, found := strings.Cut(s, "://")
+		if !found || scheme == "" || target == "" {
+			return nil, d.errf(key, "write service://<name>", "%q is not a surface URI", s)
+		}
+		out = append(out, Surface{Raw: s, Scheme: scheme, Target: target})
+	}
+	return out, nil
+}
+
+func (d *decoder) mcpStdio(v any) (*MCPStdio, error) {
+	m, err := d.object("x-claw.mcp-stdio", v)
+	if err != nil {
+		return nil, err
+	}
+	d.unknownKeys("x-claw.mcp-stdio", m, []string{"command", "args"})
+	ms := &MCPStdio{}
+	if ms.Command, err = d.str("x-claw.mcp-stdio.command", m["command"], true); err != nil {
+		return nil, err
+	}
+	if raw, ok := m["args"]; ok && raw != nil {
+		list, ok := raw.([]any)
+		if !ok {
+			return nil, d.errf("x-claw.mcp-stdio.args", "write a list of strings", "must be a list, got %s", typeName(raw))
+		}
+		for i, a := range list {
+			s, err := d.scalar(fmt.Sprintf("x-claw.mcp-stdio.args[%d]", i), a)
+			if err != nil {
+				return nil, err
+			}
+			ms.Args = append(ms.Args, s)
+		}
+	}
+	return ms, nil
+}
+
+func (d *decoder) serviceAuth(v any) (map[string]ServiceAuthSpec, error) {
+	m, err := d.object("x-claw.service-auth", v)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]ServiceAuthSpec, len(m))
+	for _, svc := range sortedKeys(m) {
+		key := "x-claw.service-auth." + svc
+		switch t := m[svc].(type) {
+		case string:
+			if t == "" {
+				return nil, d.errf(key, "set the token, e.g. ${TOKEN}", "token is empty")
+			}
+			out[svc] = ServiceAuthSpec{Token: t}
+		case map[string]any:
+			d.unknownKeys(key, t, []string{"token", "principal"})
+			tok, err := d.str(key+".token", t["token"], true)
+			if err != nil {
+				return nil, err
+			}
+			p, err := d.str(key+".principal", t["principal"], false)
+			if err != nil {
+				return nil, err
+			}
+			out[svc] = ServiceAuthSpec{Token: tok, Principal: p}
+		default:
+			return nil, d.errf(key, "write a token string or {token, principal}", "must be a string or a mapping, got %s", typeName(m[svc]))
+		}
+	}
+	return out, nil
+}
+
+func (d *decoder) policy(key string, v any) (PolicySpec, error) {
+	var p PolicySpec
+	m, err := d.object(key, v)
+	if err != nil {
+		return p, err
+	}
+	fields := []struct {
+		name string
+		dst  **int
+	}{
+		{"max-rounds", &p.MaxRounds},
+		{"timeout-per-tool-ms", &p.TimeoutPerToolMS},
+		{"total-timeout-ms", &p.TotalTimeoutMS},
+		{"max-tool-result-bytes", &p.MaxToolResultBytes},
+	}
+	known := make([]string, len(fields))
+	for i, f := range fields {
+		known[i] = f.name
+	}
+	d.unknownKeys(key, m, known)
+	for _, f := range fields {
+		raw, ok := m[f.name]
+		if !ok || raw == nil {
+			continue
+		}
+		n, err := d.integer(key+"."+f.name, raw)
+		if err != nil {
+			return p, err
+		}
+		if n <= 0 {
+			return p, d.errf(key+"."+f.name, "use a positive number or remove the key to take the default", "must be > 0, got %d", n)
+		}
+		*f.dst = &n
+	}
+	if p.TotalTimeoutMS != nil && p.TimeoutPerToolMS != nil && *p.TotalTimeoutMS < *p.TimeoutPerToolMS {
+		return p, d.errf(key+".total-timeout-ms", "raise total-timeout-ms or lower timeout-per-tool-ms", "%d is below timeout-per-tool-ms %d", *p.TotalTimeoutMS, *p.TimeoutPerToolMS)
+	}
+	return p, nil
+}
+
+func (d *decoder) str(key string, v any, required bool) (string, error) {
+	if v == nil {
+		if required {
+			return "", d.errf(key, "set it", "required")
+		}
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", d.errf(key, "write a string", "must be a string, got %s", typeName(v))
+	}
+	if required && s == "" {
+		return "", d.errf(key, "set it", "must not be empty")
+	}
+	return s, nil
+}
+
+// scalar renders a YAML scalar as a string (numbers and booleans as
+// written by YAML 1.2).
+func (d *decoder) scalar(key string, v any) (string, error) {
+	switch t := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return t, nil
+	case bool:
+		return strconv.FormatBool(t), nil
+	case int:
+		return strconv.Itoa(t), nil
+	case int64:
+		return strconv.FormatInt(t, 10), nil
+	case uint64:
+		return strconv.FormatUint(t, 10), nil
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64), nil
+	default:
+		return "", d.errf(key, "write a string", "must be a scalar, got %s", typeName(v))
+	}
+}
+
+func (d *decoder) integer(key string, v any) (int, error) {
+	switch t := v.(type) {
+	case int:
+		return t, nil
+	case int64:
+		if t == int64(int(t)) {
+			return int(t), nil
+		}
+	case uint64:
+		if t <= 1<<31 {
+			return int(t), nil
+		}
+	case float64:
+		if t == float64(int(t)) {
+			return int(t), nil
+		}
+	case string:
+		// Interpolated values (${N}) arrive as strings.
+		if n, err := strconv.Atoi(strings.TrimSpace(t)); err == nil {
+			return n, nil
+		}
+	}
+	return 0, d.errf(key, "write a whole number", "must be an integer, got %s", describeValue(v))
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int64, uint64, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+func describeValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return typeName(v)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

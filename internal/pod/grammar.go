@@ -1,0 +1,135 @@
+package pod
+
+// Claw is the pod-level x-claw block.
+type Claw struct {
+	// Name is x-claw.pod; empty when absent (Pod.Name then falls back to the
+	// compose project name).
+	Name           string
+	CllamaDefaults CllamaDefaults
+	// ToolsDefaults is tools-defaults; HasToolsDefaults tells an empty list
+	// from an absent one (`...` without defaults is an error).
+	ToolsDefaults    []GrantEntry
+	HasToolsDefaults bool
+	FeedsDefaults    []FeedEntry
+	HasFeedsDefaults bool
+	// ToolPolicy is the pod-wide tool-policy; services override per key.
+	ToolPolicy PolicySpec
+}
+
+// CllamaDefaults is x-claw.cllama-defaults: the proxy's settings.
+type CllamaDefaults struct {
+	// Env holds provider keys (OPENAI_API_KEY, …), provider base URL
+	// overrides (OPENAI_BASE_URL, …) and proxy settings, after
+	// interpolation. Provider keys go to .claw-auth/providers.json; all of
+	// Env is given to the cllama container.
+	Env map[string]string
+	// Image overrides the cllama image.
+	Image string
+}
+
+// ServiceClaw is a service-level x-claw block.
+type ServiceClaw struct {
+	// Agent is the path (relative to the pod file) of the agent's contract,
+	// a file or a directory holding AGENTS.md.
+	Agent string
+	// Type is the runner type recorded in metadata.json (default "generic").
+	Type string
+	// Cllama lists the proxy types (for example "passthrough"); non-empty
+	// means the agent's model traffic goes through cllama.
+	Cllama   []string
+	Surfaces []Surface
+	// Tools is the service's grant list before defaults expansion;
+	// HasTools tells "declared empty" from "absent" (absent inherits
+	// tools-defaults).
+	Tools    []GrantEntry
+	HasTools bool
+	Feeds    []FeedEntry
+	HasFeeds bool
+	// ToolPolicy overrides the pod's tool-policy per key.
+	ToolPolicy   PolicySpec
+	DescribeFile string
+	// Count is the number of agents run from this service (default 1).
+	Count int
+	// MCPStdio marks a service wrapping a stdio MCP server; such services
+	// cannot be agents.
+	MCPStdio *MCPStdio
+	// ServiceAuth are credentials projected for this agent, keyed by the
+	// target service; they win over the target descriptor's auth.env.
+	ServiceAuth map[string]ServiceAuthSpec
+}
+
+// CllamaEnabled reports whether the service's model traffic goes through
+// cllama.
+func (c *ServiceClaw) CllamaEnabled() bool { return c != nil && len(c.Cllama) > 0 }
+
+// IsAgent reports whether the service is an agent (declares an agent
+// contract or a cllama proxy).
+func (c *ServiceClaw) IsAgent() bool { return c != nil && (c.Agent != "" || len(c.Cllama) > 0) }
+
+// Surface is one x-claw.surfaces entry, for example service://trading-api.
+type Surface struct {
+	// Raw is the entry as written.
+	Raw string
+	// Scheme is the part before "://" ("service", …).
+	Scheme string
+	// Target is the part after "://" (the service name for service://).
+	Target string
+}
+
+// GrantEntry is one tools: / tools-defaults: list entry before expansion.
+type GrantEntry struct {
+	// Spread is the `...` entry: splice the pod defaults here.
+	Spread  bool
+	Service string
+	// All is `allow: all` (or a bare service name).
+	All   bool
+	Names []string
+	// Key is where the entry was written, for errors (e.g. "x-claw.tools[1]").
+	Key string
+}
+
+// Grant is the normalised verb authority over one service: All wins,
+// otherwise Tools is the sorted union of the names granted.
+type Grant struct {
+	Service string
+	All     bool
+	Tools   []string
+	// Keys are the entries that contributed, for errors and inspection.
+	Keys []string
+}
+
+// FeedEntry is one feeds: / feeds-defaults: entry before expansion.
+type FeedEntry struct {
+	Spread bool
+	// Name is the short form's feed name, or the explicit form's optional
+	// name.
+	Name   string
+	Source string
+	Path   string
+	// TTL is seconds; nil when not written.
+	TTL *int
+	Key string
+}
+
+// Short reports whether the entry names a descriptor feed by name only.
+func (f FeedEntry) Short() bool { return !f.Spread && f.Source == "" && f.Path == "" }
+
+// PolicySpec is a tool-policy block; nil fields are unset.
+type PolicySpec struct {
+	MaxRounds          *int
+	TimeoutPerToolMS   *int
+	TotalTimeoutMS     *int
+	MaxToolResultBytes *int
+}
+
+// MCPStdio is x-claw.mcp-stdio: the stdio MCP server the wrapper runs.
+type MCPStdio struct {
+	Command string
+	Args    []string
+}
+
+// ServiceAuthSpec is a credential projected for one target service.
+type ServiceAuthSpec struct {
+	Token     string
+	Principal string
+}

@@ -1,0 +1,142 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// DefaultFile is the pod file claw reads when none is named.
+const DefaultFile = "claw-pod.yml"
+
+// ExtensionKey is the compose extension holding the claw grammar.
+const ExtensionKey = "x-claw"
+
+// LoadOptions configures Load. The zero value loads ./claw-pod.yml with an
+// empty process environment (only the pod directory's .env applies).
+type LoadOptions struct {
+	// File is the pod file; default DefaultFile. Errors name it as given.
+	File string
+	// Env is the process environment used for ${VAR} interpolation, in
+	// os.Environ form; it wins over .env like in Docker Compose. Default none.
+	Env []string
+	// Profiles are the compose profiles to enable; default none.
+	Profiles []string
+}
+
+// Pod is a loaded claw-pod.yml.
+type Pod struct {
+	// File is the pod file as the operator named it; Dir is its absolute
+	// directory, against which relative paths resolve.
+	File string
+	Dir  string
+	// Name is x-claw.pod, or the compose project name.
+	Name string
+	// Project is the compose-go model: interpolated, extends resolved,
+	// profiles applied, paths left relative to Dir.
+	Project *types.Project
+	Claw    Claw
+	// Services holds every enabled compose service, by name.
+	Services map[string]*Service
+	// Warnings are non-fatal findings (unknown keys, …).
+	Warnings []string
+}
+
+// Service is one compose service and its decoded x-claw block.
+type Service struct {
+	Name    string
+	Compose types.ServiceConfig
+	// Claw is nil when the service has no x-claw block.
+	Claw *ServiceClaw
+}
+
+// IsAgent reports whether the service is an agent.
+func (s *Service) IsAgent() bool { return s.Claw.IsAgent() }
+
+// Load reads and decodes the pod file.
+func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
+	file := opts.File
+	if file == "" {
+		file = DefaultFile
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &Error{File: file, Problem: "file not found", Fix: "run claw in the pod's directory or pass -f <pod file>"}
+		}
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	dir := filepath.Dir(abs)
+	po, err := cli.NewProjectOptions([]string{abs},
+		cli.WithWorkingDirectory(dir),
+		cli.WithEnv(opts.Env),
+		cli.WithEnvFiles(),
+		cli.WithDotEnv,
+		cli.WithProfiles(opts.Profiles),
+		cli.WithResolvedPaths(false),
+	)
+	if err != nil {
+		return nil, &Error{File: file, Problem: err.Error(), Fix: "check the .env file and the pod file's compose syntax"}
+	}
+	project, err := po.LoadProject(ctx)
+	if err != nil {
+		return nil, &Error{File: file, Problem: err.Error(), Fix: "correct the compose syntax (the file must load with `docker compose config`)"}
+	}
+	p := &Pod{File: file, Dir: dir, Project: project, Services: map[string]*Service{}}
+	claw, warns, err := DecodePodClaw(file, project.Extensions[ExtensionKey])
+	if err != nil {
+		return nil, err
+	}
+	p.Claw = claw
+	p.Warnings = append(p.Warnings, warns...)
+	p.Name = claw.Name
+	if p.Name == "" {
+		p.Name = project.Name
+	}
+	for _, name := range sortedServiceNames(project) {
+		sc := project.Services[name]
+		svc := &Service{Name: name, Compose: sc}
+		if raw, ok := sc.Extensions[ExtensionKey]; ok {
+			c, warns, err := DecodeServiceClaw(file, name, raw)
+			if err != nil {
+				return nil, err
+			}
+			svc.Claw = c
+			p.Warnings = append(p.Warnings, warns...)
+		}
+		p.Services[name] = svc
+	}
+	return p, nil
+}
+
+// ServiceNames returns the service names, sorted.
+func (p *Pod) ServiceNames() []string { return sortedServiceNames(p.Project) }
+
+// Agents returns the agent services, sorted by name.
+func (p *Pod) Agents() []*Service {
+	var out []*Service
+	for _, n := range p.ServiceNames() {
+		if s := p.Services[n]; s.IsAgent() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedServiceNames(project *types.Project) []string {
+	names := make([]string, 0, len(project.Services))
+	for n := range project.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
