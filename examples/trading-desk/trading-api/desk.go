@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"sort"
 	"strings"
@@ -74,6 +75,7 @@ func (d *desk) guard(next func(http.ResponseWriter, *http.Request, []byte)) http
 		d.mu.Lock()
 		d.received = append(d.received, rec)
 		d.mu.Unlock()
+		log.Printf("received %s %s claw_id=%q authorized=%v body=%s", rec.Method, rec.Path, rec.ClawID, ok, rec.Body)
 		if !ok {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
 			return
