@@ -158,6 +158,15 @@ func skipValue(b []byte, i int) int {
 	}
 }
 
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 func hasEscape(b []byte) bool {
 	for _, c := range b {
 		if c == '\\' {
@@ -170,9 +179,11 @@ func hasEscape(b []byte) bool {
 // decodeString decodes a JSON string literal (quotes included).
 func decodeString(lit []byte) string {
 	inner := lit[1 : len(lit)-1]
-	if !hasEscape(inner) {
+	if plainASCII(inner) {
 		return string(inner)
 	}
+	// Escapes, or non-ASCII that may be invalid UTF-8: decode as the
+	// provider's JSON parser will (invalid bytes become U+FFFD).
 	var s string
 	_ = json.Unmarshal(lit, &s)
 	return s

@@ -1,0 +1,131 @@
+package agentctx
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const toolsJSON = `{"version":1,"tools":[{"name":"svc.get","description":"d","inputSchema":{"type":"object"},
+"execution":{"transport":"http","service":"svc","base_url":"http://svc:80","method":"GET","path":"/x"}}]}`
+
+func TestStoreLoad(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "alice", "metadata.json"), `{"token":"alice:s1","pod":"p"}`)
+	write(t, filepath.Join(root, "alice", "tools.json"), toolsJSON)
+	write(t, filepath.Join(root, "alice", "feeds.json"), `[{"name":"f","source":"svc","path":"/f","ttl":5}]`)
+	write(t, filepath.Join(root, "alice", "service-auth", "svc.json"), `{"service":"svc","auth_type":"bearer","token":"t"}`)
+	write(t, filepath.Join(root, "bob", "metadata.json"), `{"token":"bob:s2"}`)
+	write(t, filepath.Join(root, "bob", "tools.json"), `{"version":1,"tools":[{"name":"nodot"}]}`)
+	write(t, filepath.Join(root, "bob", "feeds.json"), `{`)
+
+	s := NewStore(root, StoreOptions{})
+	a, err := s.Get("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Metadata.Token != "alice:s1" || !a.Managed() || a.ToolsCount() != 1 || len(a.Feeds) != 1 || a.ServiceAuth["svc"].Token != "t" {
+		t.Fatalf("alice = %+v", a)
+	}
+	b, err := s.Get("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ToolsErr == nil || !strings.Contains(b.ToolsErr.Error(), "tools.json: tools[0].name") || b.FeedsErr == nil || b.Managed() {
+		t.Fatalf("bob tools err %v feeds err %v", b.ToolsErr, b.FeedsErr)
+	}
+	for _, id := range []string{"carol", "../alice", "alice/..", "", "a b"} {
+		if _, err := s.Get(id); !errors.Is(err, ErrUnknownAgent) {
+			t.Errorf("Get(%q) err = %v", id, err)
+		}
+	}
+	// Unknown ids are not cached.
+	if len(s.agents) != 2 {
+		t.Fatalf("cache holds %d agents", len(s.agents))
+	}
+}
+
+func TestStoreReloadsOnChangeOnly(t *testing.T) {
+	root := t.TempDir()
+	md := filepath.Join(root, "alice", "metadata.json")
+	write(t, md, `{"token":"alice:old"}`)
+	now := time.Unix(1000, 0)
+	var reported []error
+	s := NewStore(root, StoreOptions{Now: func() time.Time { return now }, OnError: func(_ string, err error) { reported = append(reported, err) }})
+	a1, _ := s.Get("alice")
+	a2, _ := s.Get("alice")
+	if a1 != a2 {
+		t.Fatal("snapshot not cached")
+	}
+	write(t, md, `{"token":"alice:new-secret"}`)
+	if a, _ := s.Get("alice"); a.Metadata.Token != "alice:old" {
+		t.Fatal("reloaded before the check interval")
+	}
+	now = now.Add(2 * time.Second)
+	a3, err := s.Get("alice")
+	if err != nil || a3.Metadata.Token != "alice:new-secret" {
+		t.Fatalf("not reloaded: %v %+v", err, a3)
+	}
+	now = now.Add(2 * time.Second)
+	if a4, _ := s.Get("alice"); a4 != a3 {
+		t.Fatal("reloaded without a change")
+	}
+	// A tools.json appearing is a change too.
+	write(t, filepath.Join(root, "alice", "tools.json"), toolsJSON)
+	now = now.Add(2 * time.Second)
+	if a5, _ := s.Get("alice"); !a5.Managed() {
+		t.Fatal("tools.json not picked up")
+	}
+	// A broken metadata.json is reported and refuses the agent.
+	write(t, md, `{"token":"mallory:x"}`)
+	now = now.Add(2 * time.Second)
+	if _, err := s.Get("alice"); err == nil || len(reported) == 0 || !strings.Contains(reported[0].Error(), "does not match") {
+		t.Fatalf("err %v reported %v", err, reported)
+	}
+}
+
+func TestStoreConcurrent(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "alice", "metadata.json"), `{"token":"alice:s"}`)
+	s := NewStore(root, StoreOptions{CheckInterval: -1})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if _, err := s.Get("alice"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestStoreBadServiceAuthSkipped(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "alice", "metadata.json"), `{"token":"alice:s"}`)
+	write(t, filepath.Join(root, "alice", "service-auth", "svc.json"), `{"service":"other"}`)
+	var reported error
+	s := NewStore(root, StoreOptions{OnError: func(_ string, err error) { reported = err }})
+	a, err := s.Get("alice")
+	if err != nil || len(a.ServiceAuth) != 0 || reported == nil || !strings.Contains(reported.Error(), "service-auth/svc.json") {
+		t.Fatalf("a %+v err %v reported %v", a, err, reported)
+	}
+}

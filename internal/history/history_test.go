@@ -1,0 +1,104 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWriterConcurrentWholeLinesAndModes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hist")
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const n = 100
+	big := strings.Repeat("x", 16<<10) // several pages: a torn write would show
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := Entry{AgentID: "alice", Format: "openai", Model: "p/m", StatusCode: 200,
+				Request: json.RawMessage(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, big))}
+			if i%2 == 0 {
+				e.ID = fmt.Sprintf("req-%d", i)
+			}
+			if err := w.Append(e); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	entries, st, err := ReadFile(Path(dir, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != n || st.Malformed != 0 {
+		t.Fatalf("read %d entries, %d malformed; want %d, 0", len(entries), st.Malformed, n)
+	}
+	ids := map[string]bool{}
+	for _, e := range entries {
+		if e.ID == "" || ids[e.ID] || e.Status != StatusOK || e.Timestamp.IsZero() {
+			t.Fatalf("bad entry %+v", e.ID)
+		}
+		ids[e.ID] = true
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "alice"): 0o700, Path(dir, "alice"): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s mode %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestWriterRejectsBadAgent(t *testing.T) {
+	w, err := NewWriter(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"", "../x", "a/b", "."} {
+		if err := w.Append(Entry{AgentID: id, Request: json.RawMessage(`{}`)}); err == nil {
+			t.Errorf("agent %q accepted", id)
+		}
+	}
+	var nilW *Writer
+	if err := nilW.Append(Entry{AgentID: "a"}); err != nil {
+		t.Fatal("nil writer must discard")
+	}
+}
+
+func TestEntriesSkipsMalformed(t *testing.T) {
+	good := func(id string) string {
+		b, _ := json.Marshal(Entry{ID: id, AgentID: "a", Timestamp: time.Unix(1, 0).UTC(), Request: json.RawMessage(`{}`)})
+		return string(b)
+	}
+	in := strings.Join([]string{good("1"), "not json", "", `{"id":"x"}`, good("2"), `{"id":"torn`}, "\n")
+	var st Stats
+	var ids []string
+	for e, err := range Entries(strings.NewReader(in), &st) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	if strings.Join(ids, ",") != "1,2" || st.Malformed != 3 || st.Lines != 5 {
+		t.Fatalf("ids %v stats %+v", ids, st)
+	}
+}
+
+func TestReadFileMissing(t *testing.T) {
+	es, _, err := ReadFile(filepath.Join(t.TempDir(), "nope.jsonl"))
+	if err != nil || es != nil {
+		t.Fatal(es, err)
+	}
+}

@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestScanRequest(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		provider string
+		upstream string
+		stream   bool
+		errLike  string
+	}{
+		{"simple", `{"model":"openai/gpt-4o","messages":[]}`, "openai", "gpt-4o", false, ""},
+		{"stream true", `{"stream":true,"model":"anthropic/claude"}`, "anthropic", "claude", true, ""},
+		{"stream null", `{"stream":null,"model":"a/b"}`, "a", "b", false, ""},
+		{"nested model ignored", `{"metadata":{"model":"x/y"},"model":"p/m","tools":[{"model":"q/z"}]}`, "p", "m", false, ""},
+		{"slashes in model", `{"model":"openrouter/anthropic/claude-3.5"}`, "openrouter", "anthropic/claude-3.5", false, ""},
+		{"escaped key", `{"mod\u0065l":"p/m"}`, "p", "m", false, ""},
+		{"escaped value", `{"model":"p\/m\u00e9"}`, "p", "mé", false, ""},
+		{"provider case folded", `{"model":"OpenAI/gpt"}`, "openai", "gpt", false, ""},
+		{"whitespace", " {\n \"model\" : \"p/m\" ,\n\"stream\" :\ttrue }\n", "p", "m", true, ""},
+		{"invalid json", `{"model":"p/m"`, "", "", false, "not valid JSON"},
+		{"not object", `["model"]`, "", "", false, "must be a JSON object"},
+		{"missing model", `{"messages":[]}`, "", "", false, `"model" is required`},
+		{"model not string", `{"model":5}`, "", "", false, `"model" must be a string`},
+		{"no provider", `{"model":"gpt-4o"}`, "", "", false, "<provider>/<model>"},
+		{"empty model part", `{"model":"openai/"}`, "", "", false, "<provider>/<model>"},
+		{"empty provider", `{"model":"/gpt"}`, "", "", false, "<provider>/<model>"},
+		{"duplicate model", `{"model":"a/b","model":"c/d"}`, "", "", false, "more than one"},
+		{"duplicate stream", `{"model":"a/b","stream":false,"stream":true}`, "", "", false, "more than one"},
+		{"stream string", `{"model":"a/b","stream":"yes"}`, "", "", false, `"stream" must be true or false`},
+		{"empty body", ``, "", "", false, "not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := scanRequest([]byte(tt.body))
+			if tt.errLike != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errLike) {
+					t.Fatalf("err = %v, want containing %q", err, tt.errLike)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Provider != tt.provider || info.Upstream != tt.upstream || info.Stream != tt.stream {
+				t.Fatalf("got %+v", info)
+			}
+		})
+	}
+}
+
+func TestRewriteModelKeepsOtherBytes(t *testing.T) {
+	body := []byte("{ \"temperature\" : 0.50,\n  \"model\":\"openai/gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"\u00e9\\u00e9 model\"}]}")
+	info, err := scanRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rewriteModel(body, info)
+	want := bytes.Replace(body, []byte(`"openai/gpt-4o"`), []byte(`"gpt-4o"`), 1)
+	if !bytes.Equal(out, want) {
+		t.Fatalf("rewrite:\n%s\nwant\n%s", out, want)
+	}
+	if !bytes.Contains(body, []byte("openai/gpt-4o")) {
+		t.Fatal("rewrite mutated its input")
+	}
+}
+
+// FuzzScanRequest checks the hand-written scanner against encoding/json:
+// whenever scanning succeeds, the document's top-level model and stream
+// agree with a full decode, and the rewrite is valid JSON whose only change
+// is the model.
+func FuzzScanRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"openai/gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"a":{"model":"x/y"},"model":"p/m"}`,
+		`{"mod\u0065l":"p\/q","stream":null}`,
+		` {"model" : "a/b/c" , "x":[1,2,{"y":"}"}]} `,
+		`{"model":"a/b","model":"c/d"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		info, err := scanRequest(body)
+		if err != nil {
+			return
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("scanner accepted what encoding/json rejects: %v", err)
+		}
+		var model string
+		if err := json.Unmarshal(doc["model"], &model); err != nil || model != info.Model {
+			t.Fatalf("model %q, encoding/json says %q (%v)", info.Model, model, err)
+		}
+		var stream *bool
+		if raw, ok := doc["stream"]; ok {
+			_ = json.Unmarshal(raw, &stream)
+		}
+		if (stream != nil && *stream) != info.Stream {
+			t.Fatalf("stream %v, encoding/json says %v", info.Stream, stream)
+		}
+		out := rewriteModel(body, info)
+		var doc2 map[string]json.RawMessage
+		if err := json.Unmarshal(out, &doc2); err != nil {
+			t.Fatalf("rewrite produced invalid JSON: %v\n%s", err, out)
+		}
+		var up string
+		_ = json.Unmarshal(doc2["model"], &up)
+		if up != info.Upstream {
+			t.Fatalf("rewritten model %q, want %q", up, info.Upstream)
+		}
+		if len(doc2) != len(doc) {
+			t.Fatalf("rewrite changed the member count")
+		}
+	})
+}
