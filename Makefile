@@ -11,6 +11,7 @@ help:
 	@echo "make test       run every test with the race detector (what CI runs)"
 	@echo "make bench      run the benchmarks and print their figures"
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
+	@echo "make images     build every pod image FROM scratch (no registry needed)"
 	@echo "make demo       build images, run the example pod, show what happened"
 	@echo "make ci         gofmt check, go vet, make test"
 
@@ -42,3 +43,9 @@ ci: fmt-check vet test
 
 clean:
 	rm -rf $(BIN)
+
+images:
+	scripts/images.sh
+
+demo:
+	scripts/demo.sh

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `make demo`: build the images, bring the example trading-desk pod up, let the
+# two governed agents run their conversations, then show what happened — the
+# transcripts, the audit table, and what the trading-api received — and take
+# the pod down again (also on failure or Ctrl-C).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+pod_dir="$root/examples/trading-desk"
+claw="$root/bin/claw"
+WAIT=${DEMO_WAIT_SECONDS:-120}
+
+command -v docker >/dev/null || { echo "demo: docker is not installed; the demo runs the pod on Docker Engine with Compose" >&2; exit 1; }
+docker info >/dev/null 2>&1 || { echo "demo: the Docker daemon is not reachable (is it running?)" >&2; exit 1; }
+
+t0=$(date +%s)
+echo "== building binaries and images (FROM scratch, nothing is pulled)"
+make -s build
+scripts/images.sh
+
+cd "$pod_dir"
+cleanup() { echo "== claw down"; "$claw" down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+echo "== claw compile"
+"$claw" compile
+echo "== claw up -d"
+"$claw" up -d
+
+echo "== waiting for the agents' conversations (up to ${WAIT}s)"
+deadline=$(( $(date +%s) + WAIT ))
+for svc in analyst executor; do
+  while :; do
+    id=$("$claw" ps -q "$svc" 2>/dev/null | head -n1 || true)
+    if [ -n "$id" ] && [ "$(docker inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" = exited ]; then
+      break
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "demo: $svc did not finish within ${WAIT}s; its log follows" >&2
+      "$claw" logs "$svc" >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+  [ "$svc" = analyst ] && echo "   first agent finished $(( $(date +%s) - t0 ))s after make demo started"
+done
+
+status=0
+for svc in analyst executor; do
+  echo; echo "== transcript: $svc"
+  "$claw" logs "$svc" 2>/dev/null | sed -n 's/^[^|]*| //p' | grep -v '^RUNNER_SUMMARY' || true
+  code=$(docker inspect -f '{{.State.ExitCode}}' "$("$claw" ps -q "$svc" | head -n1)")
+  [ "$code" = 0 ] || { echo "demo: $svc exited with $code" >&2; status=1; }
+done
+
+echo; echo "== claw audit"
+"$claw" audit || status=1
+
+echo; echo "== what trading-api received"
+"$claw" logs trading-api 2>/dev/null | grep -o 'received .*' || true
+exit $status
