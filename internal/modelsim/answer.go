@@ -1,0 +1,74 @@
+package modelsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// answer is a rule's reply made concrete for one request: tool names
+// resolved to the offered names, ids assigned, usage filled in.
+type answer struct {
+	ID    string
+	Model string
+	Text  string
+	Calls []call
+	Usage Usage
+}
+
+type call struct {
+	ID   string
+	Name string
+	Args json.RawMessage
+}
+
+// ids hands out increasing numbers so ids are unique within a process and
+// stable across runs of the same conversation.
+type ids struct{ n atomic.Int64 }
+
+func (i *ids) next(prefix string) string {
+	return fmt.Sprintf("%s%06d", prefix, i.n.Add(1))
+}
+
+func (s *Server) makeAnswer(c *Conversation, r *Rule) answer {
+	msgPrefix, callPrefix := "chatcmpl-sim", "call_sim"
+	if c.Format == FormatAnthropic {
+		msgPrefix, callPrefix = "msg_sim", "toolu_sim"
+	}
+	a := answer{ID: s.ids.next(msgPrefix), Model: c.Model, Text: r.Reply.Text}
+	out := len(a.Text)
+	for _, tc := range r.Reply.ToolCalls {
+		a.Calls = append(a.Calls, call{ID: s.ids.next(callPrefix), Name: resolveTool(tc.Name, c.Tools), Args: tc.args})
+		out += len(tc.Name) + len(tc.args)
+	}
+	if r.Reply.Usage != nil {
+		a.Usage = *r.Reply.Usage
+	} else {
+		// About four characters a token: close enough for budgets and
+		// usage plumbing, and deterministic.
+		a.Usage = Usage{InputTokens: max(1, (c.inputChars()+3)/4), OutputTokens: max(1, (out+3)/4)}
+	}
+	return a
+}
+
+// pieces splits s into chunks of about n bytes on rune boundaries, so that
+// streams carry several deltas rather than one.
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if cut == 0 {
+			cut = n
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
