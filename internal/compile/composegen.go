@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/loader"
@@ -94,6 +95,7 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent) ([]byte, err
 		delete(root, "volumes")
 	}
 	sanitise(services)
+	relativise(root, b.pod.Dir)
 	root = escapeDollars(root).(doc)
 
 	var buf bytes.Buffer
@@ -353,5 +355,59 @@ func escapeDollars(v any) any {
 		return strings.ReplaceAll(t, "$", "$$")
 	default:
 		return v
+	}
+}
+
+// relativise rewrites the absolute paths compose-go resolved (build
+// contexts, bind mounts, secret and config files) relative to the pod
+// directory, so the generated file is portable and byte-identical wherever
+// the pod is checked out.
+func relativise(root doc, dir string) {
+	rel := func(v any) any {
+		p, ok := v.(string)
+		if !ok || !filepath.IsAbs(p) {
+			return v
+		}
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			return v
+		}
+		r = filepath.ToSlash(r)
+		if r == "." {
+			return "."
+		}
+		if strings.HasPrefix(r, "../") {
+			return r
+		}
+		return "./" + r
+	}
+	for _, v := range child(root, "services") {
+		s, ok := v.(doc)
+		if !ok {
+			continue
+		}
+		if bld, ok := s["build"].(doc); ok {
+			if c, ok := bld["context"]; ok {
+				bld["context"] = rel(c)
+			}
+		}
+		if vols, ok := s["volumes"].([]any); ok {
+			for _, vol := range vols {
+				if vm, ok := vol.(doc); ok && vm["type"] == "bind" {
+					vm["source"] = rel(vm["source"])
+				}
+			}
+		}
+	}
+	for _, kind := range []string{"secrets", "configs"} {
+		if m, ok := root[kind].(doc); ok {
+			for _, v := range m {
+				if e, ok := v.(doc); ok {
+					if f, ok := e["file"]; ok {
+						e["file"] = rel(f)
+					}
+				}
+			}
+		}
 	}
 }

@@ -2,88 +2,120 @@ package compile
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/pod"
 )
 
-// KnownProvider is a model provider claw recognises by its key variable.
+// KnownProvider is a model provider claw recognises by name: its key is
+// <NAME>_API_KEY and its base URL override <NAME>_BASE_URL (the same
+// derivation cllama applies to its environment).
 type KnownProvider struct {
 	Name    string
-	KeyEnv  string
 	BaseURL string
 	Auth    string
 }
 
-// KnownProviders maps provider key variables (and <NAME>_BASE_URL
-// overrides) in x-claw.cllama-defaults.env to providers.json entries.
+// KnownProviders are the providers with built-in base URLs.
 var KnownProviders = []KnownProvider{
-	{"anthropic", "ANTHROPIC_API_KEY", "https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey},
-	{"deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com/v1", manifest.ProviderAuthBearer},
-	{"google", "GEMINI_API_KEY", "https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
-	{"groq", "GROQ_API_KEY", "https://api.groq.com/openai/v1", manifest.ProviderAuthBearer},
-	{"mistral", "MISTRAL_API_KEY", "https://api.mistral.ai/v1", manifest.ProviderAuthBearer},
-	{"openai", "OPENAI_API_KEY", "https://api.openai.com/v1", manifest.ProviderAuthBearer},
-	{"openrouter", "OPENROUTER_API_KEY", "https://openrouter.ai/api/v1", manifest.ProviderAuthBearer},
-	{"xai", "XAI_API_KEY", "https://api.x.ai/v1", manifest.ProviderAuthBearer},
+	{"anthropic", "https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey},
+	{"cerebras", "https://api.cerebras.ai/v1", manifest.ProviderAuthBearer},
+	{"deepseek", "https://api.deepseek.com/v1", manifest.ProviderAuthBearer},
+	{"fireworks", "https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer},
+	{"gemini", "https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
+	{"google", "https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
+	{"groq", "https://api.groq.com/openai/v1", manifest.ProviderAuthBearer},
+	{"mistral", "https://api.mistral.ai/v1", manifest.ProviderAuthBearer},
+	{"openai", "https://api.openai.com/v1", manifest.ProviderAuthBearer},
+	{"openrouter", "https://openrouter.ai/api/v1", manifest.ProviderAuthBearer},
+	{"together", "https://api.together.xyz/v1", manifest.ProviderAuthBearer},
+	{"xai", "https://api.x.ai/v1", manifest.ProviderAuthBearer},
 }
 
-// providerKeyVars are variables that hold provider credentials; finding one
-// in an agent's environment breaks credential starvation (ADR-007).
-func isProviderKey(name string) (provider string, ok bool) {
+func knownProvider(name string) (KnownProvider, bool) {
 	for _, p := range KnownProviders {
-		if name == p.KeyEnv {
-			return p.Name, true
+		if p.Name == name {
+			return p, true
 		}
 	}
-	if name == "GOOGLE_API_KEY" {
-		return "google", true
-	}
-	return "", false
+	return KnownProvider{}, false
 }
 
-// providers builds providers.json from cllama-defaults.env: every provider
-// whose key (or <NAME>_BASE_URL) is set. A base URL without a key gives a
-// provider with auth "none" (a local or scripted model server).
+// providerKeyVars are the variables holding provider credentials: every
+// known provider's <NAME>_API_KEY plus any <NAME>_API_KEY the pod gives
+// cllama.
+func (b *builder) providerKeyVars() map[string]string {
+	vars := map[string]string{}
+	for _, p := range KnownProviders {
+		vars[strings.ToUpper(p.Name)+"_API_KEY"] = p.Name
+	}
+	for k := range b.pod.Claw.CllamaDefaults.Env {
+		if name, ok := strings.CutSuffix(k, "_API_KEY"); ok && name != "" {
+			vars[k] = strings.ToLower(name)
+		}
+	}
+	return vars
+}
+
+// providers builds providers.json from cllama-defaults.env: a provider for
+// every <NAME>_API_KEY of a known provider and every <NAME>_BASE_URL. A
+// base URL without a key gives auth "none" (a local or scripted model).
 func (b *builder) providers() (*manifest.Providers, error) {
 	env := b.pod.Claw.CllamaDefaults.Env
-	ps := &manifest.Providers{Providers: map[string]*manifest.Provider{}}
-	for _, kp := range KnownProviders {
-		key := env[kp.KeyEnv]
-		if key == "" && kp.Name == "google" {
-			key = env["GOOGLE_API_KEY"]
-		}
-		baseEnv := strings.ToUpper(kp.Name) + "_BASE_URL"
-		base := env[baseEnv]
-		if key == "" && base == "" {
+	names := map[string]bool{}
+	for k, v := range env {
+		if v == "" {
 			continue
 		}
-		p := &manifest.Provider{BaseURL: kp.BaseURL, APIKey: key, Auth: kp.Auth}
+		if name, ok := strings.CutSuffix(k, "_BASE_URL"); ok && name != "" {
+			names[strings.ToLower(name)] = true
+		}
+		if name, ok := strings.CutSuffix(k, "_API_KEY"); ok && name != "" {
+			if _, known := knownProvider(strings.ToLower(name)); known {
+				names[strings.ToLower(name)] = true
+			}
+		}
+	}
+	ps := &manifest.Providers{Providers: map[string]*manifest.Provider{}}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, name := range sorted {
+		upper := strings.ToUpper(name)
+		key, base := env[upper+"_API_KEY"], env[upper+"_BASE_URL"]
+		p := &manifest.Provider{APIKey: key, Auth: manifest.ProviderAuthBearer}
+		if kp, ok := knownProvider(name); ok {
+			p.BaseURL, p.Auth = kp.BaseURL, kp.Auth
+		}
 		if base != "" {
 			if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-				return nil, &pod.Error{File: b.pod.File, Key: "x-claw.cllama-defaults.env." + baseEnv, Problem: fmt.Sprintf("%q is not an http(s) URL", base), Fix: "write the provider's base URL, e.g. http://modelsim:8080/v1"}
+				return nil, &pod.Error{File: b.pod.File, Key: "x-claw.cllama-defaults.env." + upper + "_BASE_URL", Problem: fmt.Sprintf("%q is not an http(s) URL", base), Fix: "write the provider's base URL, e.g. http://model:8080/v1"}
 			}
 			p.BaseURL = strings.TrimRight(base, "/")
 		}
 		if key == "" {
 			p.Auth = manifest.ProviderAuthNone
 		}
-		ps.Providers[kp.Name] = p
+		ps.Providers[name] = p
 	}
 	return ps, nil
 }
 
-// checkStarvation enforces credential starvation: no agent may hold a
-// provider key in its own environment; only cllama sees them.
+// checkStarvation enforces credential starvation (ADR-007): no agent may
+// hold a provider key in its own environment; only cllama sees them.
 func (b *builder) checkStarvation() error {
+	keys := b.providerKeyVars()
 	for _, svc := range b.pod.Agents() {
 		for _, name := range sortedKeys(svc.Compose.Environment) {
 			if v := svc.Compose.Environment[name]; v == nil || *v == "" {
 				continue
 			}
-			if provider, ok := isProviderKey(name); ok {
-				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("the agent holds a %s provider key; agents must reach models only through cllama (credential starvation)", provider), Fix: fmt.Sprintf("move %s to x-claw.cllama-defaults.env and remove it from the service's environment (and env_file)", name)}
+			if provider, ok := keys[name]; ok {
+				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("the agent holds the %s provider key; agents reach models only through cllama (credential starvation)", provider), Fix: fmt.Sprintf("move %s to x-claw.cllama-defaults.env and remove it from the service's environment (and env_file)", name)}
 			}
 		}
 	}

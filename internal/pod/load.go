@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -26,7 +27,8 @@ type LoadOptions struct {
 	// Env is the process environment used for ${VAR} interpolation, in
 	// os.Environ form; it wins over .env like in Docker Compose. Default none.
 	Env []string
-	// Profiles are the compose profiles to enable; default none.
+	// Profiles are the compose profiles to enable; default: the
+	// comma-separated COMPOSE_PROFILES of Env, as in Docker Compose.
 	Profiles []string
 }
 
@@ -39,7 +41,8 @@ type Pod struct {
 	// Name is x-claw.pod, or the compose project name.
 	Name string
 	// Project is the compose-go model: interpolated, extends resolved,
-	// profiles applied, paths left relative to Dir.
+	// profiles applied; paths are absolute (compile makes them relative to
+	// Dir again in compose.generated.yml).
 	Project *types.Project
 	Claw    Claw
 	// Services holds every enabled compose service, by name.
@@ -76,13 +79,21 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	dir := filepath.Dir(abs)
+	profiles := opts.Profiles
+	if len(profiles) == 0 {
+		for _, kv := range opts.Env {
+			if v, ok := strings.CutPrefix(kv, "COMPOSE_PROFILES="); ok && v != "" {
+				profiles = strings.Split(v, ",")
+			}
+		}
+	}
 	po, err := cli.NewProjectOptions([]string{abs},
 		cli.WithWorkingDirectory(dir),
 		cli.WithEnv(opts.Env),
 		cli.WithEnvFiles(),
 		cli.WithDotEnv,
-		cli.WithProfiles(opts.Profiles),
-		cli.WithResolvedPaths(false),
+		cli.WithProfiles(profiles),
+		cli.WithResolvedPaths(true),
 	)
 	if err != nil {
 		return nil, &Error{File: file, Problem: err.Error(), Fix: "check the .env file and the pod file's compose syntax"}

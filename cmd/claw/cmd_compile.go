@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+)
+
+func init() { registerVerb("compile", func(f *Factory) *cobra.Command { return NewCmdCompile(f, nil) }) }
+
+// CompileOptions are claw compile's inputs.
+type CompileOptions struct {
+	BuildOptions
+	// Quiet suppresses the per-agent summary.
+	Quiet bool
+}
+
+// NewCmdCompile builds `claw compile`; runF replaces compileRun in tests.
+func NewCmdCompile(f *Factory, runF func(context.Context, *Factory, *CompileOptions) error) *cobra.Command {
+	opts := &CompileOptions{}
+	cmd := &cobra.Command{
+		Use:   "compile [-f claw-pod.yml]",
+		Short: "Compile the pod into per-agent context and compose.generated.yml (no Docker)",
+		Long: `Compile reads the pod file and its services' descriptors and writes:
+  .claw-runtime/context/<agent>/  metadata.json AGENTS.md CLAWDAPUS.md tools.json
+                                  feeds.json service-auth/ skills/
+  .claw-auth/providers.json
+  compose.generated.yml
+It touches no Docker unless --images is given, and prints what each agent may
+call (presented -> canonical tool names) and read (feeds). Usable in CI.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return compileRun(cmd.Context(), f, opts)
+		},
+	}
+	addBuildFlags(cmd, &opts.BuildOptions)
+	cmd.Flags().BoolVar(&opts.Images, "images", false, "also read descriptors from locally present Docker images")
+	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors and warnings")
+	return cmd
+}
+
+func compileRun(ctx context.Context, f *Factory, opts *CompileOptions) error {
+	res, err := compileAndWrite(ctx, f, &opts.BuildOptions)
+	if err != nil {
+		return err
+	}
+	if !opts.Quiet {
+		fmt.Fprint(f.IO.Out, compile.Summary(res))
+		fmt.Fprintf(f.IO.Out, "\nwrote %d files (%s, %s, %s)\n", len(res.Output.Files), compile.ContextDir, compile.ProvidersFile, compile.GeneratedFile)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+)
+
+func init() { registerVerb("up", func(f *Factory) *cobra.Command { return NewCmdUp(f, nil) }) }
+
+// UpOptions are claw up's inputs.
+type UpOptions struct {
+	BuildOptions
+	// Detach runs the pod in the background (-d).
+	Detach bool
+	// Build rebuilds images of services with a build context first.
+	Build bool
+}
+
+// NewCmdUp builds `claw up`; runF replaces upRun in tests.
+func NewCmdUp(f *Factory, runF func(context.Context, *Factory, *UpOptions) error) *cobra.Command {
+	opts := &UpOptions{}
+	cmd := &cobra.Command{
+		Use:   "up [-f claw-pod.yml] [-d]",
+		Short: "Compile the pod and start it with Docker Compose",
+		Long: `Up compiles the pod (reading descriptors from local images too) and runs
+docker compose -f compose.generated.yml up. It uses "docker compose" when
+available, otherwise "docker-compose".`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return upRun(cmd.Context(), f, opts)
+		},
+	}
+	addBuildFlags(cmd, &opts.BuildOptions)
+	cmd.Flags().BoolVarP(&opts.Detach, "detach", "d", false, "run in the background")
+	cmd.Flags().BoolVar(&opts.Build, "build", false, "build images before starting")
+	cmd.Flags().BoolVar(&opts.Images, "images", true, "read descriptors from locally present Docker images")
+	return cmd
+}
+
+func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
+	fmt.Fprintf(f.IO.ErrOut, "claw: compiling %s\n", opts.File)
+	res, err := compileAndWrite(ctx, f, &opts.BuildOptions)
+	if err != nil {
+		return err
+	}
+	for _, a := range res.Agents {
+		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s)\n", a.ID, len(a.Tools), len(a.Feeds))
+	}
+	// cllama writes session history here; create it so the bind mount is a
+	// directory owned by the operator.
+	if err := os.MkdirAll(filepath.Join(res.Pod.Dir, compile.HistoryDir), 0o755); err != nil {
+		return err
+	}
+	eng, err := engineFor(ctx, f, res.Pod)
+	if err != nil {
+		return err
+	}
+	args := []string{"up"}
+	if opts.Detach {
+		args = append(args, "-d")
+	}
+	if opts.Build {
+		args = append(args, "--build")
+	}
+	fmt.Fprintf(f.IO.ErrOut, "claw: starting pod %s with %s\n", res.Pod.Name, compile.GeneratedFile)
+	return eng.Compose(ctx, args...)
+}

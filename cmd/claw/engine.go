@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+)
+
+// Engine runs Docker Compose against a compiled pod. This file is the only
+// place claw invokes Docker Compose.
+type Engine interface {
+	// Compose runs one compose subcommand (e.g. "up", "-d") against the
+	// pod's compose.generated.yml with the pod's project name, streaming
+	// its output to the command's streams.
+	Compose(ctx context.Context, args ...string) error
+}
+
+// EngineConfig locates the compiled pod.
+type EngineConfig struct {
+	// Dir is the pod directory; File the generated compose file in it.
+	Dir, File string
+	// Project is the compose project name.
+	Project string
+	IO      IOStreams
+}
+
+// ErrNoCompose is returned when neither `docker compose` nor
+// `docker-compose` is installed.
+var ErrNoCompose = errors.New("neither `docker compose` (v2) nor `docker-compose` was found; install Docker Compose")
+
+type composeEngine struct {
+	cfg EngineConfig
+	cmd []string
+}
+
+// NewComposeEngine detects `docker compose` (preferred) or the standalone
+// `docker-compose` (1.29 and later work with the generated file).
+func NewComposeEngine(ctx context.Context, cfg EngineConfig) (Engine, error) {
+	if _, err := exec.LookPath("docker"); err == nil {
+		if exec.CommandContext(ctx, "docker", "compose", "version").Run() == nil {
+			return &composeEngine{cfg: cfg, cmd: []string{"docker", "compose"}}, nil
+		}
+	}
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return &composeEngine{cfg: cfg, cmd: []string{"docker-compose"}}, nil
+	}
+	return nil, ErrNoCompose
+}
+
+func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
+	full := append([]string{}, e.cmd[1:]...)
+	full = append(full, "-p", e.cfg.Project, "-f", e.cfg.File)
+	full = append(full, args...)
+	cmd := exec.CommandContext(ctx, e.cmd[0], full...)
+	cmd.Dir = e.cfg.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, e.cfg.IO.ErrOut
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", strings.Join(e.cmd, " "), strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+var projectUnsafe = regexp.MustCompile(`[^a-z0-9_-]+`)
+
+// ProjectName turns a pod name into a compose project name (lower case
+// letters, digits, '_' and '-', starting with a letter or digit).
+func ProjectName(pod string) string {
+	s := strings.Trim(projectUnsafe.ReplaceAllString(strings.ToLower(pod), "-"), "-_")
+	if s == "" {
+		return "claw"
+	}
+	return s
+}

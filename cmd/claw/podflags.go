@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/pod"
+)
+
+// PodOptions are the flags every pod verb shares.
+type PodOptions struct {
+	// File is the pod file (-f); default claw-pod.yml.
+	File string
+	// Profiles are compose profiles to enable.
+	Profiles []string
+}
+
+func addPodFlags(cmd *cobra.Command, o *PodOptions) {
+	cmd.Flags().StringVarP(&o.File, "file", "f", pod.DefaultFile, "pod file")
+	cmd.Flags().StringSliceVar(&o.Profiles, "profile", nil, "compose profile to enable (repeatable)")
+}
+
+func (o *PodOptions) load(ctx context.Context, env []string) (*pod.Pod, error) {
+	return pod.Load(ctx, pod.LoadOptions{File: o.File, Env: env, Profiles: o.Profiles})
+}
+
+// BuildOptions configure a compile (claw compile and claw up).
+type BuildOptions struct {
+	PodOptions
+	// CllamaImage overrides the cllama image.
+	CllamaImage string
+	// Images reads descriptors from local images.
+	Images bool
+}
+
+func addBuildFlags(cmd *cobra.Command, o *BuildOptions) {
+	addPodFlags(cmd, &o.PodOptions)
+	cmd.Flags().StringVar(&o.CllamaImage, "cllama-image", "", "cllama image (default: x-claw.cllama-defaults.image or "+compile.DefaultCllamaImage+")")
+}
+
+// compileAndWrite loads, compiles and writes the pod, printing warnings.
+func compileAndWrite(ctx context.Context, f *Factory, o *BuildOptions) (*compile.Result, error) {
+	p, err := o.load(ctx, f.Env)
+	if err != nil {
+		return nil, err
+	}
+	opts := compile.Options{CllamaImage: o.CllamaImage}
+	if o.Images && f.Images != nil {
+		opts.Images = f.Images()
+	}
+	res, err := compile.Build(ctx, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
+	}
+	if err := res.Output.Write(p.Dir); err != nil {
+		return nil, fmt.Errorf("writing the compiled pod: %w", err)
+	}
+	return res, nil
+}
+
+// generatedPath is compose.generated.yml next to the pod file.
+func generatedPath(p *pod.Pod) string { return filepath.Join(p.Dir, compile.GeneratedFile) }

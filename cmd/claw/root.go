@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+)
+
+// Exit codes, decided in Main only.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// IOStreams are the command's standard streams, injected so tests capture
+// output.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Factory hands commands their dependencies. Tests replace any field.
+type Factory struct {
+	IO IOStreams
+	// Env is the process environment (os.Environ form), used for pod
+	// interpolation.
+	Env []string
+	// Engine returns the Docker Compose engine for a pod; see engine.go.
+	Engine func(context.Context, EngineConfig) (Engine, error)
+	// Images reads descriptors from local images (claw up, compile --images).
+	Images func() compile.ImageSource
+}
+
+// DefaultFactory wires the real process: os streams and environment, the
+// docker CLI.
+func DefaultFactory() *Factory {
+	return &Factory{
+		IO:     IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Env:    os.Environ(),
+		Engine: NewComposeEngine,
+		Images: func() compile.ImageSource { return compile.DockerImages{} },
+	}
+}
+
+// verbs registers every subcommand; each verb's file adds itself in init,
+// so adding a verb is a one-file change.
+var verbs = map[string]func(*Factory) *cobra.Command{}
+
+func registerVerb(name string, newCmd func(*Factory) *cobra.Command) { verbs[name] = newCmd }
+
+// UsageError marks errors that exit with ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// NewRootCmd builds the command tree for f.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "claw",
+		Short: "Compile and run governed AI agent pods",
+		Long: `claw compiles a claw-pod.yml (a Docker Compose file with x-claw blocks) and
+its services' claw.describe descriptors into per-agent governed context, then
+runs the pod on Docker Compose with the cllama governance proxy.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          noArgs,
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	names := make([]string, 0, len(verbs))
+	for n := range verbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		cmd := verbs[n](f)
+		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+		root.AddCommand(cmd)
+	}
+	return root
+}
+
+// Main runs claw with args and returns the exit code: 0 ok, 1 failure,
+// 2 usage.
+func Main(ctx context.Context, args []string, f *Factory) int {
+	logrus.SetOutput(f.IO.ErrOut) // compose-go's warnings (unset variables)
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", err)
+	var ue *UsageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
+		fmt.Fprintln(f.IO.ErrOut, "Run 'claw --help' for usage.")
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// maxArgs allows at most n positional arguments.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErrorf("%s takes at most %d argument(s), got %q", cmd.CommandPath(), n, args)
+		}
+		return nil
+	}
+}

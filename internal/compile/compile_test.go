@@ -1,0 +1,196 @@
+package compile
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/pod"
+)
+
+// copyCase copies testdata/<name>/pod into a temporary directory.
+func copyCase(t *testing.T, name string) string {
+	t.Helper()
+	tmp := t.TempDir()
+	for p, data := range readTree(t, filepath.Join("testdata", name, "pod"), nil) {
+		full := filepath.Join(tmp, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tmp
+}
+
+func build(t *testing.T, dir string, opts Options) *Result {
+	t.Helper()
+	p, err := pod.Load(context.Background(), pod.LoadOptions{File: filepath.Join(dir, "claw-pod.yml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(context.Background(), p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestRecompileIsByteIdentical: real tokens from crypto/rand, kept across
+// recompiles; every other byte identical.
+func TestRecompileIsByteIdentical(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	first := build(t, dir, Options{})
+	if err := first.Output.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	second := build(t, dir, Options{})
+	if len(first.Output.Files) != len(second.Output.Files) {
+		t.Fatalf("file count changed: %d then %d", len(first.Output.Files), len(second.Output.Files))
+	}
+	for i, f := range first.Output.Files {
+		g := second.Output.Files[i]
+		if f.Path != g.Path || !bytes.Equal(f.Data, g.Data) || f.Mode != g.Mode {
+			t.Errorf("%s changed on recompile", f.Path)
+		}
+	}
+	for _, a := range first.Agents {
+		if !strings.HasPrefix(a.Token, a.ID+":") || len(a.Token) != len(a.ID)+1+48 {
+			t.Errorf("token %q is not <agent-id>:<48 hex>", a.Token)
+		}
+	}
+	if first.Agents[0].Token == first.Agents[1].Token {
+		t.Error("two agents share a token")
+	}
+	// A fresh pod directory gets fresh tokens.
+	other := build(t, copyCase(t, "trading-desk"), Options{})
+	if other.Agents[0].Token == first.Agents[0].Token {
+		t.Error("tokens are not fresh for a new pod")
+	}
+}
+
+// TestOutputsRoundTripThroughManifest: cllama reads what claw writes.
+func TestOutputsRoundTripThroughManifest(t *testing.T) {
+	for _, name := range []string{"trading-desk", "grants-normalise", "feeds-forms", "count-and-plain-agent", "mcp-and-projection"} {
+		t.Run(name, func(t *testing.T) {
+			res := build(t, copyCase(t, name), Options{})
+			seen := 0
+			for _, f := range res.Output.Files {
+				base := path.Base(f.Path)
+				agent := path.Base(path.Dir(f.Path))
+				var err error
+				switch {
+				case base == "metadata.json":
+					_, err = manifest.ParseMetadata(f.Data, agent)
+				case base == "tools.json":
+					_, err = manifest.ParseTools(f.Data)
+				case base == "feeds.json":
+					_, err = manifest.ParseFeeds(f.Data)
+				case base == "providers.json":
+					_, err = manifest.ParseProviders(f.Data)
+				case path.Base(path.Dir(f.Path)) == "service-auth":
+					_, err = manifest.ParseServiceAuth(f.Data, strings.TrimSuffix(base, ".json"))
+				default:
+					continue
+				}
+				seen++
+				if err != nil {
+					t.Errorf("%s: %v", f.Path, err)
+				}
+			}
+			if seen == 0 {
+				t.Fatal("no manifest files")
+			}
+		})
+	}
+}
+
+func TestWriteModesAndPrune(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	res := build(t, dir, Options{})
+	stale := filepath.Join(dir, ContextDir, "removed-agent", "tools.json")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Output.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(stale)); !os.IsNotExist(err) {
+		t.Errorf("stale agent directory kept: %v", err)
+	}
+	for rel, want := range map[string]os.FileMode{
+		"service-auth/trading-api.json": 0o600,
+		"tools.json":                    0o600,
+		"metadata.json":                 0o600,
+		"CLAWDAPUS.md":                  0o644,
+	} {
+		st, err := os.Stat(filepath.Join(dir, ContextDir, "analyst", filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", rel, st.Mode().Perm(), want)
+		}
+	}
+}
+
+// TestDenyByDefault: a descriptor's tools reach no agent without tools:.
+func TestDenyByDefault(t *testing.T) {
+	res := build(t, copyCase(t, "feeds-forms"), Options{})
+	for _, a := range res.Agents {
+		if len(a.Tools) != 0 {
+			t.Errorf("%s got tools without a grant: %v", a.ID, a.Tools)
+		}
+		for _, f := range res.Output.Files {
+			if strings.HasSuffix(f.Path, a.ID+"/tools.json") {
+				t.Errorf("%s: tools.json written without grants", a.ID)
+			}
+		}
+	}
+}
+
+// TestGeneratedComposeLoadsInDockerCompose checks every golden
+// compose.generated.yml with docker-compose 1.x and docker compose v2,
+// whichever are installed.
+func TestGeneratedComposeLoadsInDockerCompose(t *testing.T) {
+	var tools [][]string
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		tools = append(tools, []string{"docker-compose"})
+	}
+	if _, err := exec.LookPath("docker"); err == nil && exec.Command("docker", "compose", "version").Run() == nil {
+		tools = append(tools, []string{"docker", "compose"})
+	}
+	if len(tools) == 0 {
+		t.Skip("neither docker-compose nor docker compose is installed")
+	}
+	cases, _ := filepath.Glob(filepath.Join("testdata", "*", "want", GeneratedFile))
+	for _, gen := range cases {
+		name := filepath.Base(filepath.Dir(filepath.Dir(gen)))
+		dir := copyCase(t, name)
+		for p, data := range readTree(t, filepath.Join("testdata", name, "want"), nil) {
+			full := filepath.Join(dir, filepath.FromSlash(p))
+			_ = os.MkdirAll(filepath.Dir(full), 0o755)
+			if err := os.WriteFile(full, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tool := range tools {
+			args := append(append([]string{}, tool[1:]...), "-p", "claw-test", "-f", GeneratedFile, "config", "-q")
+			cmd := exec.Command(tool[0], args...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s: %s rejects %s: %v\n%s", name, strings.Join(tool, " "), GeneratedFile, err, out)
+			}
+		}
+	}
+}
