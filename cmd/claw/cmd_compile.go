@@ -9,7 +9,9 @@ import (
 	"github.com/clawdapus/clawgo/internal/compile"
 )
 
-func init() { registerVerb("compile", func(f *Factory) *cobra.Command { return NewCmdCompile(f, nil) }) }
+func init() {
+	registerVerb("compile", func(f *Factory) *cobra.Command { return NewCmdCompile(f, nil) })
+}
 
 // CompileOptions are claw compile's inputs.
 type CompileOptions struct {
