@@ -43,6 +43,14 @@ func jsonString(s string) []byte {
 	return out
 }
 
+// safeASCII marks the bytes a JSON string carries unescaped.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString appends s encoded as a JSON string, stopping before the
 // encoding would exceed limit bytes (limit < 0: no limit). It cuts only
 // between whole runes and reports whether all of s fit.
@@ -50,53 +58,66 @@ func appendJSONString(dst []byte, s string, limit int) ([]byte, bool) {
 	const hex = "0123456789abcdef"
 	start := len(dst)
 	dst = append(dst, '"')
-	fits := func(n int) bool { return limit < 0 || len(dst)-start+n+1 <= limit }
+	// room is what is left before the closing quote.
+	room := func() int {
+		if limit < 0 {
+			return len(s) * 6
+		}
+		return limit - (len(dst) - start) - 1
+	}
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			var esc []byte
-			switch {
-			case c == '"' || c == '\\':
-				esc = []byte{'\\', c}
-			case c == '\n':
-				esc = []byte(`\n`)
-			case c == '\r':
-				esc = []byte(`\r`)
-			case c == '\t':
-				esc = []byte(`\t`)
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				esc = []byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xF]}
-			}
-			n := 1
-			if esc != nil {
-				n = len(esc)
-			}
-			if !fits(n) {
+		// Copy a run of safe ASCII at once.
+		j := i
+		for j < len(s) && s[j] < utf8.RuneSelf && safeASCII[s[j]] {
+			j++
+		}
+		if j > i {
+			if r := room(); j-i > r {
+				dst = append(dst, s[i:i+max(r, 0)]...)
 				return append(dst, '"'), false
 			}
-			if esc != nil {
-				dst = append(dst, esc...)
-			} else {
-				dst = append(dst, c)
+			dst = append(dst, s[i:j]...)
+			i = j
+			continue
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			var esc [6]byte
+			var n int
+			switch c {
+			case '"', '\\':
+				esc, n = [6]byte{'\\', c}, 2
+			case '\n':
+				esc, n = [6]byte{'\\', 'n'}, 2
+			case '\r':
+				esc, n = [6]byte{'\\', 'r'}, 2
+			case '\t':
+				esc, n = [6]byte{'\\', 't'}, 2
+			default: // control characters and <, >, &
+				esc, n = [6]byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xF]}, 6
 			}
+			if room() < n {
+				return append(dst, '"'), false
+			}
+			dst = append(dst, esc[:n]...)
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			if !fits(6) {
+			if room() < 6 {
 				return append(dst, '"'), false
 			}
 			dst = append(dst, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
-			if !fits(6) {
+			if room() < 6 {
 				return append(dst, '"'), false
 			}
 			dst = append(dst, `\u202`...)
 			dst = append(dst, hex[r&0xF])
 		default:
-			if !fits(size) {
+			if room() < size {
 				return append(dst, '"'), false
 			}
 			dst = append(dst, s[i:i+size]...)
@@ -119,40 +140,63 @@ type result struct {
 	fullSize int
 }
 
-// size is the serialized size of the result as data.
-func (r result) size() int {
-	if r.isText {
-		return len(jsonString(r.text))
-	}
-	return len(r.json)
-}
-
-// bound turns a result into a success envelope no larger than maxBytes when
-// marshalled. Over the bound, data becomes a JSON string holding the first
-// bytes of the text (or of the JSON's serialization), cut on a rune
-// boundary, with truncated:true and original_bytes set (spec 000 "Budgets").
+// bound turns a result into a success envelope. Data whose serialized size
+// exceeds maxBytes becomes a JSON string holding the first bytes of the
+// text (or of the JSON's serialization), cut on a rune boundary so that the
+// whole truncated envelope, marshalled, stays within maxBytes; truncated is
+// set and original_bytes is the true size (spec 000 "Budgets").
 func bound(r result, maxBytes int) Envelope {
-	var full []byte
+	size := len(r.json)
 	if r.isText {
-		full = jsonString(r.text)
-	} else {
-		full = r.json
+		size = encodedLen(r.text)
 	}
-	size := len(full)
 	if r.cut && r.fullSize > size {
 		size = r.fullSize
 	}
-	if !r.cut && (maxBytes <= 0 || len(full) <= maxBytes) {
-		return Envelope{OK: true, Data: full}
+	if !r.cut && (maxBytes <= 0 || size <= maxBytes) {
+		if r.isText {
+			return Envelope{OK: true, Data: jsonString(r.text)}
+		}
+		return Envelope{OK: true, Data: r.json}
 	}
 	budget := maxBytes - envelopeOverhead - (len(strconv.Itoa(size)) - 12)
 	if budget < minDataBudget {
 		budget = minDataBudget
 	}
+	// Every source byte costs at least one output byte, so no more than
+	// budget bytes of the source can be needed.
 	src := r.text
 	if !r.isText {
-		src = string(r.json)
+		src = string(r.json[:min(len(r.json), budget)])
 	}
 	data, _ := appendJSONString(make([]byte, 0, budget), src, budget)
 	return Envelope{OK: true, Data: data, Truncated: true, OriginalBytes: size}
+}
+
+// encodedLen is len(jsonString(s)) without building it.
+func encodedLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
 }
