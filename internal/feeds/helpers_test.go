@@ -134,7 +134,7 @@ func requestBody(f exchange.Format) []byte {
 	if f == exchange.OpenAI {
 		return []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are Tiverton."},{"role":"user","content":"hi"}],"stream":true,"x_unknown":{"keep":[1,2]}}`)
 	}
-	return []byte(`{"model":"anthropic/claude-sonnet-4","system":"You are Tiverton.","messages":[{"role":"user","content":"hi"}],"max_tokens":64,"x_unknown":{"keep":[1,2]}}`)
+	return []byte(`{"model":"anthropic/claude-sonnet-4","system":"You are Tiverton.","messages":[{"role":"user","content":"hi"}],"max_tokens":64,"stream":true,"x_unknown":{"keep":[1,2]}}`)
 }
 
 func newExchange(f exchange.Format, agent *agentctx.Agent) *exchange.Exchange {
