@@ -134,6 +134,28 @@ func (o Options) withDefaults() Options {
 
 // Executor runs managed tool calls over HTTP and MCP. It is safe for
 // concurrent use; Close releases its MCP sessions.
+//
+// Every outcome is an Envelope. Failures carry one of these codes:
+//
+//	invalid_arguments  -32602  not a JSON object, inputSchema violation, a
+//	                           bad path value; the service was not called
+//	                           (or an MCP server rejected the arguments)
+//	timeout            -32014  the tool's timeout (timeout_ms, else the
+//	                           policy's) or the caller's deadline passed
+//	canceled                   the caller went away
+//	service_error              non-2xx HTTP status (with a bounded, scrubbed
+//	                           snippet of the body), an MCP JSON-RPC error,
+//	                           an MCP message over MaxResponseBytes
+//	unavailable                the service could not be reached
+//	tool_error                 an MCP result with isError, with its text
+//	invalid_result             the result does not match outputSchema
+//	tool_misconfigured         the manifest entry cannot be executed
+//	unknown_tool               Call.Tool is nil
+//
+// Success data is the service's JSON (compacted), or its text as a JSON
+// string, or null for an empty answer; MCP results give structuredContent,
+// else their text (a lone text block that is JSON is used as JSON), else
+// the content array. Data over Call.MaxResultBytes is cut (see bound).
 type Executor struct {
 	opts    Options
 	client  *http.Client
@@ -214,14 +236,12 @@ func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 	if err != nil {
 		return Fail(CodeInvalidArguments, err.Error(), RPCInvalidParams)
 	}
-	var declaresClawID bool
 	if len(tool.InputSchema) > 0 {
 		in := e.schemas.get(tool.InputSchema)
 		if in.err != nil {
 			return Fail(CodeMisconfigured, fmt.Sprintf("tool %s has an inputSchema that does not compile", tool.Name), 0)
 		}
-		declaresClawID = in.declaresClawID
-		forceClawID(args, c.AgentID, declaresClawID)
+		forceClawID(args, c.AgentID, in.declaresClawID)
 		if err := in.sch.Validate(map[string]any(args)); err != nil {
 			return Fail(CodeInvalidArguments, "invalid arguments: "+describeViolation(err), RPCInvalidParams)
 		}
@@ -258,6 +278,9 @@ func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 		switch {
 		case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
 			return Fail(CodeCanceled, fmt.Sprintf("the call to %s was canceled", tool.Name), 0)
+		case ctx.Err() != nil:
+			// The caller's own deadline (the turn's total budget) ran out.
+			return Fail(CodeTimeout, fmt.Sprintf("the time budget ran out before service %s answered", sc.service), RPCTimeout)
 		case callCtx.Err() != nil:
 			return Fail(CodeTimeout, fmt.Sprintf("service %s did not respond within %s", sc.service, roundDuration(timeout)), RPCTimeout)
 		}

@@ -489,6 +489,15 @@ func TestTimeouts(t *testing.T) {
 		t.Errorf("message %q does not state the timeout", env.Error.Message)
 	}
 
+	// The caller's deadline (the turn's total budget) is a timeout too.
+	ctx, stop := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer stop()
+	env = e.Run(ctx, Call{AgentID: "a", Tool: httpTool(slow.URL, "GET", "/slow", ""), Timeout: time.Minute})
+	wantFail(t, env, CodeTimeout, RPCTimeout)
+	if !strings.Contains(env.Error.Message, "budget") {
+		t.Errorf("message %q", env.Error.Message)
+	}
+
 	// A canceled caller is not a timeout.
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)

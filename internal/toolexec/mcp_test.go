@@ -349,3 +349,31 @@ func TestMCPSessionBound(t *testing.T) {
 		t.Errorf("%d session starts, want 4 (a was evicted by c)", c)
 	}
 }
+
+func TestMCPIdleSessionsAreClosed(t *testing.T) {
+	svc := newMCPService(t, legacy)
+	e := New(Options{MCPSessionIdleTimeout: time.Minute})
+	defer e.Close()
+	call := func(agent string) {
+		t.Helper()
+		wantOK(t, e.Run(context.Background(), Call{AgentID: agent, Tool: mcpTool(svc.URL, "plain"), Timeout: 5 * time.Second}))
+	}
+	call("a")
+	// Age a's session past the idle timeout instead of waiting for it.
+	e.mcp.mu.Lock()
+	for _, ent := range e.mcp.sessions {
+		ent.lastUsed.Store(time.Now().Add(-2 * time.Minute).UnixNano())
+	}
+	e.mcp.mu.Unlock()
+	call("b") // a new session sweeps idle ones
+	e.mcp.mu.Lock()
+	n := len(e.mcp.sessions)
+	e.mcp.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d sessions open, want 1 (a's was idle)", n)
+	}
+	call("a")
+	if c := svc.connects.Load(); c != 3 {
+		t.Errorf("%d session starts, want 3", c)
+	}
+}
