@@ -36,9 +36,8 @@ func injectOpenAI(body []byte, obj int, text string) ([]byte, bool) {
 	if !ok || body[msgs.val.start] != '[' {
 		return nil, false
 	}
-	els := elements(body, msgs.val.start)
 	at, role, lead := msgs.val.start+1, "system", 0
-	for _, e := range els {
+	for e := range elements(body, msgs.val.start) {
 		r := roleOf(body[e.start:e.end])
 		if r != "system" && r != "developer" {
 			break
@@ -55,7 +54,7 @@ func injectOpenAI(body []byte, obj int, text string) ([]byte, bool) {
 	msg.WriteString(`,"content":`)
 	writeJSONString(&msg, text)
 	msg.WriteByte('}')
-	if lead == 0 && len(els) > 0 {
+	if lead == 0 && !emptyArray(body, msgs.val.start) {
 		msg.WriteByte(',')
 	}
 	return splice(body, at, at, msg.Bytes()), true
@@ -110,10 +109,14 @@ func injectAnthropic(body []byte, obj int, text string) ([]byte, bool) {
 		out.WriteByte(']')
 		return splice(body, sys.val.start, sys.val.end, out.Bytes()), true
 	case '[':
-		els := elements(body, sys.val.start)
 		at := sys.val.start + 1
-		if len(els) > 0 {
-			at = els[len(els)-1].end
+		if !emptyArray(body, sys.val.start) {
+			// After the last block: the array's closing bracket,
+			// less the white space before it.
+			at = sys.val.end - 1
+			for isSpace(body[at-1]) {
+				at--
+			}
 			out.WriteByte(',')
 		}
 		writeTextBlock(&out, text)

@@ -3,6 +3,7 @@ package feeds
 import (
 	"bytes"
 	"encoding/json"
+	"iter"
 )
 
 // A minimal scanner over a JSON document already checked by json.Valid. It
@@ -19,13 +20,8 @@ type member struct {
 }
 
 func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && isSpace(b[i]) {
+		i++
 	}
 	return i
 }
@@ -97,20 +93,29 @@ func members(b []byte, i int) []member {
 	return ms
 }
 
-// elements lists the spans of the elements of the array starting at b[i].
-func elements(b []byte, i int) []span {
-	var es []span
-	i = skipWS(b, i+1)
-	for i < len(b) && b[i] != ']' {
-		vs := i
-		i = skipValue(b, i)
-		es = append(es, span{vs, i})
-		i = skipWS(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
+// elements yields the spans of the elements of the array starting at b[i],
+// in order; a caller that stops early does not pay for the rest.
+func elements(b []byte, i int) iter.Seq[span] {
+	return func(yield func(span) bool) {
+		i := skipWS(b, i+1)
+		for i < len(b) && b[i] != ']' {
+			vs := i
+			i = skipValue(b, i)
+			if !yield(span{vs, i}) {
+				return
+			}
+			i = skipWS(b, i)
+			if i < len(b) && b[i] == ',' {
+				i = skipWS(b, i+1)
+			}
 		}
 	}
-	return es
+}
+
+// emptyArray reports whether the array starting at b[i] has no elements.
+func emptyArray(b []byte, i int) bool {
+	i = skipWS(b, i+1)
+	return i >= len(b) || b[i] == ']'
 }
 
 // decodeKey decodes a quoted key, taking the fast path without escapes.
@@ -148,3 +153,5 @@ func stringValue(v []byte) (string, bool) {
 	}
 	return s, true
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
