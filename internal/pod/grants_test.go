@@ -1,0 +1,179 @@
+package pod
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func decodeYAML(t *testing.T, src string) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal([]byte(src), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustService(t *testing.T, src string) *ServiceClaw {
+	t.Helper()
+	c, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustPod(t *testing.T, src string) Claw {
+	t.Helper()
+	c, _, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestGrantDefaultsAndSpread(t *testing.T) {
+	defaults := mustPod(t, `
+tools-defaults:
+  - service: api
+    allow: [read]
+  - search`)
+	none := mustPod(t, `pod: x`)
+	for _, tc := range []struct {
+		name, svc string
+		pod       Claw
+		want      []Grant
+	}{
+		{"omitted inherits", `cllama: passthrough`, defaults,
+			[]Grant{{Service: "api", Tools: []string{"read"}}, {Service: "search", All: true}}},
+		{"declared replaces", "cllama: passthrough\ntools: [{service: api, allow: [write]}]", defaults,
+			[]Grant{{Service: "api", Tools: []string{"write"}}}},
+		{"declared empty", "cllama: passthrough\ntools: []", defaults, []Grant{}},
+		{"spread unions", "cllama: passthrough\ntools: [{service: api, allow: [write]}, '...', {service: api, allow: [read, admin]}]", defaults,
+			[]Grant{{Service: "api", Tools: []string{"admin", "read", "write"}}, {Service: "search", All: true}}},
+		{"all wins", "cllama: passthrough\ntools: ['...', {service: api, allow: all}]", defaults,
+			[]Grant{{Service: "api", All: true}, {Service: "search", All: true}}},
+		{"no defaults, omitted", `cllama: passthrough`, none, []Grant{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustService(t, tc.svc)
+			entries, err := ExpandGrants("claw-pod.yml", "svc", &tc.pod, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := NormaliseGrants(entries)
+			for i := range got {
+				got[i].Keys = nil
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSpreadWithoutDefaults(t *testing.T) {
+	none := mustPod(t, `pod: x`)
+	s := mustService(t, "cllama: passthrough\ntools: ['...']")
+	_, err := ExpandGrants("claw-pod.yml", "svc", &none, s)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "tools-defaults") {
+		t.Fatalf("got %v", err)
+	}
+	f := mustService(t, "cllama: passthrough\nfeeds: ['...']")
+	if _, err := ExpandFeeds("claw-pod.yml", "svc", &none, f); err == nil {
+		t.Fatal("feeds spread without defaults accepted")
+	}
+}
+
+func TestFeedsDefaults(t *testing.T) {
+	c := mustPod(t, "feeds-defaults: [alerts, {source: api, path: /p, ttl: 5}]")
+	s := mustService(t, "cllama: passthrough\nfeeds: [{source: api, name: other}, '...']")
+	got, err := ExpandFeeds("f", "svc", &c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Name != "other" || got[1].Name != "alerts" || !got[1].Short() || got[2].Path != "/p" || *got[2].TTL != 5 {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, key, want string }{
+		{"not a mapping", `[1]`, "x-claw", "must be a mapping"},
+		{"tools without cllama", `tools: [api]`, "x-claw.tools", "need the cllama proxy"},
+		{"feeds without cllama", `feeds: [a]`, "x-claw.feeds", "cllama"},
+		{"policy without cllama", `tool-policy: {max-rounds: 2}`, "x-claw.tool-policy", "cllama"},
+		{"spread twice", "cllama: p\ntools: ['...', '...']", "x-claw.tools[1]", "appears twice"},
+		{"feeds spread twice", "cllama: p\nfeeds: ['...', '...']", "x-claw.feeds[1]", "appears twice"},
+		{"all mixed", "cllama: p\ntools: [{service: a, allow: [all, x]}]", "x-claw.tools[0].allow", "mixed"},
+		{"allow word", "cllama: p\ntools: [{service: a, allow: some}]", "x-claw.tools[0].allow", "neither"},
+		{"allow missing", "cllama: p\ntools: [{service: a}]", "x-claw.tools[0].allow", "required"},
+		{"service missing", "cllama: p\ntools: [{allow: all}]", "x-claw.tools[0].service", "required"},
+		{"bad service", "cllama: p\ntools: ['a b']", "x-claw.tools[0]", "not a service name"},
+		{"bad tool", "cllama: p\ntools: [{service: a, allow: ['x y']}]", "x-claw.tools[0].allow[0]", "not a tool name"},
+		{"tools type", "cllama: p\ntools: 3", "x-claw.tools", "must be a list"},
+		{"entry type", "cllama: p\ntools: [3]", "x-claw.tools[0]", "must be a mapping"},
+		{"feed path no source", "cllama: p\nfeeds: [{path: /a}]", "x-claw.feeds[0].source", "required with path"},
+		{"feed path slash", "cllama: p\nfeeds: [{source: a, path: a}]", "x-claw.feeds[0].path", "must start with /"},
+		{"feed empty", "cllama: p\nfeeds: [{ttl: 3}]", "x-claw.feeds[0]", "neither path nor name"},
+		{"feed ttl", "cllama: p\nfeeds: [{source: a, path: /a, ttl: -1}]", "x-claw.feeds[0].ttl", ">= 0"},
+		{"policy zero", "cllama: p\ntool-policy: {max-rounds: 0}", "x-claw.tool-policy.max-rounds", "> 0"},
+		{"policy negative", "cllama: p\ntool-policy: {max-tool-result-bytes: -5}", "x-claw.tool-policy.max-tool-result-bytes", "> 0"},
+		{"policy total", "cllama: p\ntool-policy: {timeout-per-tool-ms: 10, total-timeout-ms: 5}", "x-claw.tool-policy.total-timeout-ms", "below"},
+		{"policy type", "cllama: p\ntool-policy: {max-rounds: many}", "x-claw.tool-policy.max-rounds", "integer"},
+		{"count", "count: 0", "x-claw.count", "between 1 and 1000"},
+		{"surface", "surfaces: [trading-api]", "x-claw.surfaces[0]", "not a surface URI"},
+		{"cllama type", "cllama: {a: b}", "x-claw.cllama", "string"},
+		{"mcp-stdio agent", "agent: a.md\nmcp-stdio: {command: npx}", "x-claw.mcp-stdio", "cannot also be an agent"},
+		{"mcp-stdio command", "mcp-stdio: {args: [a]}", "x-claw.mcp-stdio.command", "required"},
+		{"service-auth", "service-auth: {api: 3}", "x-claw.service-auth.api", "string or a mapping"},
+		{"agent type", "agent: [a]", "x-claw.agent", "must be a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want *Error", err)
+			}
+			if e.File != "claw-pod.yml" || e.Service != "svc" || e.Key != tc.key || !strings.Contains(e.Problem, tc.want) || e.Fix == "" {
+				t.Fatalf("got %+v, want key %q and problem containing %q", e, tc.key, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodePodErrors(t *testing.T) {
+	for _, tc := range []struct{ src, key string }{
+		{`tools-defaults: ['...']`, "x-claw.tools-defaults[0]"},
+		{`feeds-defaults: ['...']`, "x-claw.feeds-defaults[0]"},
+		{`cllama-defaults: {env: [NOEQUALS]}`, "x-claw.cllama-defaults.env[0]"},
+		{`cllama-defaults: 3`, "x-claw.cllama-defaults"},
+		{`tool-policy: {total-timeout-ms: 0}`, "x-claw.tool-policy.total-timeout-ms"},
+		{`pod: [a]`, "x-claw.pod"},
+	} {
+		_, _, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
+		var e *Error
+		if !errors.As(err, &e) || e.Key != tc.key || e.Service != "" {
+			t.Errorf("%s: got %v, want key %s", tc.src, err, tc.key)
+		}
+	}
+}
+
+func TestDecodeAcceptsForms(t *testing.T) {
+	c := mustPod(t, "pod: desk\ncllama-defaults: {env: [OPENAI_API_KEY=k, X=1=2], image: img}\ntool-policy: {max-rounds: '4'}")
+	if c.Name != "desk" || c.CllamaDefaults.Env["X"] != "1=2" || c.CllamaDefaults.Image != "img" || *c.ToolPolicy.MaxRounds != 4 {
+		t.Fatalf("got %+v", c)
+	}
+	s := mustService(t, "cllama: passthrough\ncount: 2\nservice-auth: {api: tok, other: {token: t2, principal: p}}\nmcp-stdio: null\nsurfaces: ['service://api']")
+	if s.Count != 2 || s.ServiceAuth["api"].Token != "tok" || s.ServiceAuth["other"].Principal != "p" || s.Surfaces[0].Target != "api" {
+		t.Fatalf("got %+v", s)
+	}
+	_, warns, err := DecodeServiceClaw("f", "svc", decodeYAML(t, "cllama: p\nmemory: x"))
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "x-claw.memory") {
+		t.Fatalf("unknown key: %v %v", warns, err)
+	}
+}
