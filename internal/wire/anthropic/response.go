@@ -34,10 +34,8 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 		return nil, err
 	}
 	v := &view{top: top}
-	if raw, ok := top["content"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &v.blocks); err != nil {
-			return nil, fmt.Errorf("%w: content: %v", wire.ErrMalformed, err)
-		}
+	if err := json.Unmarshal(top["content"], &v.blocks); err != nil || v.blocks == nil {
+		return nil, fmt.Errorf("%w: content: want an array of blocks", wire.ErrMalformed)
 	}
 	resp := &wire.Response{Raw: body, Priv: v}
 	resp.ID, _ = wire.String(top["id"])

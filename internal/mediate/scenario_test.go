@@ -1,0 +1,435 @@
+package mediate
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// Presented aliases of the test manifest's tools.
+const (
+	echo = "svc__echo"
+	slow = "svc__slow"
+	big  = "svc__big"
+	add  = "calc__add"
+)
+
+var u = func(in, out int) wire.Usage { return wire.Usage{Input: in, Output: out} }
+
+type scenario struct {
+	name        string
+	noStream    bool // run only without streaming
+	policy      manifest.Policy
+	runnerTools []string
+	extra       map[string]any
+	msgs        []tmsg
+	script      []step
+	status      int // expected status (default 200)
+	check       func(t *testing.T, h *harness, r outcomeOf)
+}
+
+// outcomeOf is one scenario run's observations.
+type outcomeOf struct {
+	stream bool
+	status int
+	body   []byte // error bodies
+	final  final
+	up     []upReq
+}
+
+var hello = []tmsg{{Role: "user", Text: "hello"}}
+
+func call(id, name, args string) tcall { return tcall{ID: id, Name: name, Args: args} }
+
+var scenarios = []scenario{
+	{
+		name:   "text only: answer relayed, managed tools appended after the runner's, upstream not streaming",
+		script: []step{{Text: "hi there", Usage: u(10, 2)}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "hi there")
+			if got := r.up[0].Tools; !slices.Equal(got, []string{"shell", echo, slow, big, add}) {
+				t.Errorf("upstream tools = %v", got)
+			}
+			if r.up[0].Stream || r.up[0].StreamOpts {
+				t.Errorf("upstream request streams: %s", r.up[0].Raw)
+			}
+			wantUsage(t, r, u(10, 2))
+			e := lastEntry(t, h)
+			if e.Status != "ok" || e.Usage.TotalRounds != 1 || len(e.ToolTrace) != 0 {
+				t.Errorf("history = %+v", e)
+			}
+		},
+	},
+	{
+		name: "managed only: executed in order, results appended, asked again, usage summed",
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"a"}`), call("c2", add, `{"a":2,"b":3}`)}, Usage: u(10, 5)},
+			{Text: "sum is 5", Usage: u(20, 3)},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "sum is 5")
+			wantUsage(t, r, u(30, 8))
+			if h.svc.count("echo") != 1 || h.svc.count("add") != 1 {
+				t.Errorf("service hits = %v", h.svc.hits)
+			}
+			if got := h.svc.auth["echo"]; got != "Bearer svc-secret" {
+				t.Errorf("service auth = %q, want the projected bearer", got)
+			}
+			m := r.up[1].Msgs
+			if len(m) != 3 || len(m[1].Calls) != 2 || m[2].Role != "tool" || len(m[2].Results) != 2 {
+				t.Fatalf("second upstream transcript = %+v", m)
+			}
+			if res := m[2].Results[0]; res.ID != "c1" || !res.Env.OK || !strings.Contains(string(res.Env.Data), `"q":"a"`) {
+				t.Errorf("echo result = %+v", res)
+			}
+			if res := m[2].Results[1]; res.ID != "c2" || !res.Env.OK || !strings.Contains(string(res.Env.Data), "5") {
+				t.Errorf("add result = %+v", res)
+			}
+			e := lastEntry(t, h)
+			if e.Status != "ok" || e.Usage.TotalRounds != 2 || e.Usage.PromptTokens != 30 || len(e.ToolTrace) != 1 {
+				t.Fatalf("history = %+v", e)
+			}
+			tc := e.ToolTrace[0].ToolCalls
+			if len(tc) != 2 || tc[0].Name != "svc.echo" || tc[0].Service != "svc" || string(tc[0].Arguments) != `{"q":"a"}` || tc[1].Name != "calc.add" {
+				t.Errorf("trace = %+v", tc)
+			}
+			if ru := e.ToolTrace[0].RoundUsage; ru.PromptTokens != 10 || ru.CompletionTokens != 5 {
+				t.Errorf("round usage = %+v", ru)
+			}
+			ev := toolEvents(h)
+			if len(ev) != 2 || ev[0].Tool != "svc.echo" || ev[0].Service != "svc" || ev[0].Round != 1 || ev[0].Status != "ok" || ev[0].LatencyMS == nil {
+				t.Errorf("audit = %+v", ev)
+			}
+		},
+	},
+	{
+		name:   "native only: handed back unchanged, nothing executed",
+		script: []step{{Calls: []tcall{call("n1", "shell", `{"cmd":"ls"}`)}, Usage: u(7, 1)}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantCalls(t, r, "shell")
+			if len(r.up) != 1 || h.svc.count("echo") != 0 {
+				t.Errorf("upstream calls %d", len(r.up))
+			}
+			if e := lastEntry(t, h); len(e.ToolTrace) != 0 || h.med.opt.Continuity.Len() != 0 {
+				t.Errorf("native-only turn left trace/continuity: %+v", e)
+			}
+		},
+	},
+	{
+		name: "managed prefix, native suffix: prefix run, suffix hidden, native re-emitted later is handed back",
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"a"}`), call("n1", "shell", `{"cmd":"ls"}`)}, Usage: u(1, 1)},
+			{Calls: []tcall{call("n2", "shell", `{"cmd":"ls"}`)}, Usage: u(1, 1)},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantCalls(t, r, "shell")
+			if r.final.Calls[0].ID != "n2" {
+				t.Errorf("handed back %+v", r.final.Calls)
+			}
+			m := r.up[1].Msgs
+			if len(m) != 3 || len(m[1].Calls) != 1 || m[1].Calls[0].Name != echo || len(m[2].Results) != 1 {
+				t.Errorf("hidden suffix leaked: %+v", m)
+			}
+			wantUsage(t, r, u(2, 2))
+		},
+	},
+	{
+		name: "native first: nothing executed, every call rejected, model replans",
+		script: []step{
+			{Calls: []tcall{call("n1", "shell", `{}`), call("c1", echo, `{"q":"a"}`)}},
+			{Text: "replanned"},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "replanned")
+			if h.svc.count("echo") != 0 {
+				t.Error("a call of a rejected batch was executed")
+			}
+			res := r.up[1].Msgs[2].Results
+			if len(res) != 2 {
+				t.Fatalf("results = %+v", res)
+			}
+			for _, x := range res {
+				if x.Env.OK || x.Env.Error.Code != toolexec.CodeRejected || !strings.Contains(x.Env.Error.Message, echo) {
+					t.Errorf("result = %+v", x)
+				}
+			}
+		},
+	},
+	{
+		name: "interleaved: rejected as a whole",
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"a"}`), call("n1", "shell", `{}`), call("c2", echo, `{"q":"b"}`)}},
+			{Text: "ok"},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "ok")
+			if h.svc.count("echo") != 0 {
+				t.Error("executed")
+			}
+			if res := r.up[1].Msgs[2].Results; len(res) != 3 || res[2].Env.Error.Code != toolexec.CodeRejected {
+				t.Errorf("results = %+v", res)
+			}
+		},
+	},
+	{
+		name: "duplicates: same canonical name and arguments answered, not executed again",
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"a"}`), call("c2", echo, `{ "q" : "a" }`)}},
+			{Calls: []tcall{call("c3", "svc.echo", `{"q":"a"}`)}},
+			{Text: "done"},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "done")
+			if h.svc.count("echo") != 1 {
+				t.Errorf("echo ran %d times", h.svc.count("echo"))
+			}
+			if res := r.up[1].Msgs[2].Results[1]; res.Env.Error == nil || res.Env.Error.Code != toolexec.CodeDuplicate {
+				t.Errorf("second call = %+v", res)
+			}
+			tr := lastEntry(t, h).ToolTrace
+			if len(tr) != 2 || tr[0].ToolCalls[1].DuplicateOfRound != 1 || tr[0].ToolCalls[1].DuplicateCount != 1 ||
+				tr[1].ToolCalls[0].DuplicateOfRound != 1 || tr[1].ToolCalls[0].DuplicateCount != 2 {
+				t.Errorf("trace = %+v", tr)
+			}
+		},
+	},
+	{
+		name:   "unknown tool: fails closed with a structured result",
+		script: []step{{Calls: []tcall{call("c1", "svc__nope", `{}`)}}, {Text: "sorry"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "sorry")
+			res := r.up[1].Msgs[2].Results[0]
+			if res.Env.OK || res.Env.Error.Code != toolexec.CodeUnknownTool {
+				t.Errorf("result = %+v", res)
+			}
+			if ev := toolEvents(h); len(ev) != 1 || ev[0].Status != toolexec.CodeUnknownTool {
+				t.Errorf("audit = %+v", ev)
+			}
+		},
+	},
+	{
+		name:   "invalid arguments: rejected before the service, -32602",
+		script: []step{{Calls: []tcall{call("c1", echo, `{"x":1}`), call("c2", echo, `not json`)}}, {Text: "fixed"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if h.svc.count("echo") != 0 {
+				t.Error("service called with invalid arguments")
+			}
+			for _, res := range r.up[1].Msgs[2].Results {
+				if res.Env.OK || res.Env.Error.Code != toolexec.CodeInvalidArguments || res.Env.Error.RPCCode != toolexec.RPCInvalidParams {
+					t.Errorf("result = %+v", res)
+				}
+			}
+			if e := lastEntry(t, h); e.Status != "ok" || e.ToolTrace[0].ToolCalls[0].Result == nil {
+				t.Errorf("failed executions must be traced: %+v", e)
+			}
+		},
+	},
+	{
+		name:   "per-tool timeout: structured timeout result, -32014",
+		script: []step{{Calls: []tcall{call("c1", slow, `{}`)}}, {Text: "it timed out"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "it timed out")
+			res := r.up[1].Msgs[2].Results[0]
+			if res.Env.OK || res.Env.Error.Code != toolexec.CodeTimeout || res.Env.Error.RPCCode != toolexec.RPCTimeout {
+				t.Errorf("result = %+v", res)
+			}
+			if ev := toolEvents(h); len(ev) != 1 || ev[0].Status != toolexec.CodeTimeout {
+				t.Errorf("audit = %+v", ev)
+			}
+		},
+	},
+	{
+		name:   "truncation: explicit truncated flag and the true size",
+		policy: manifest.Policy{MaxToolResultBytes: 1000},
+		script: []step{{Calls: []tcall{call("c1", big, `{}`)}}, {Text: "big"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			env := r.up[1].Msgs[2].Results[0].Env
+			if !env.OK || !env.Truncated || env.OriginalBytes < 40000 || len(env.Data) > 1100 {
+				t.Errorf("envelope = truncated %v original %d data %d bytes", env.Truncated, env.OriginalBytes, len(env.Data))
+			}
+		},
+	},
+	{
+		name:   "max_rounds exhausted: 502 with a clear body, history error",
+		policy: manifest.Policy{MaxRounds: 2},
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"1"}`)}},
+			{Calls: []tcall{call("c2", echo, `{"q":"2"}`)}},
+			{Calls: []tcall{call("c3", echo, `{"q":"3"}`)}},
+		},
+		status: http.StatusBadGateway,
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if !strings.Contains(string(r.body), "tool_budget_exhausted") || !strings.Contains(string(r.body), "max_rounds (2)") {
+				t.Errorf("body = %s", r.body)
+			}
+			if len(r.up) != 3 || h.svc.count("echo") != 2 {
+				t.Errorf("upstream calls %d, echo %d", len(r.up), h.svc.count("echo"))
+			}
+			if e := lastEntry(t, h); e.Status != "error" || e.StatusCode != 502 || len(e.ToolTrace) != 2 {
+				t.Errorf("history = %+v", e)
+			}
+		},
+	},
+	{
+		name:   "total_timeout exhausted: 502, upstream call canceled",
+		policy: manifest.Policy{TotalTimeoutMS: 300, TimeoutPerToolMS: 100},
+		script: []step{{Hold: true}},
+		status: http.StatusBadGateway,
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if !strings.Contains(string(r.body), "total_timeout_ms (300)") {
+				t.Errorf("body = %s", r.body)
+			}
+		},
+	},
+	{
+		name:   "upstream refuses the first call: status and body relayed",
+		script: []step{{Status: 429, Raw: `{"error":{"message":"slow down"}}`}},
+		status: 429,
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if string(r.body) != `{"error":{"message":"slow down"}}` {
+				t.Errorf("body = %s", r.body)
+			}
+		},
+	},
+	{
+		name:   "upstream fails mid-turn: 502, never partial text",
+		script: []step{{Text: "partial", Calls: []tcall{call("c1", echo, `{"q":"a"}`)}}, {Status: 500, Raw: `oops`}},
+		status: http.StatusBadGateway,
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if strings.Contains(string(r.body), "partial") || !strings.Contains(string(r.body), "tool_mediation_error") {
+				t.Errorf("body = %s", r.body)
+			}
+		},
+	},
+	{
+		name:   "malformed upstream response: 502",
+		script: []step{{Raw: `{"nonsense":true}`}},
+		status: http.StatusBadGateway,
+	},
+	{
+		name:   "tool_choice naming a managed tool by canonical name is rewritten, then relaxed after the round",
+		extra:  map[string]any{},
+		script: []step{{Calls: []tcall{call("c1", echo, `{"q":"a"}`)}}, {Text: "ok"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if r.up[0].ToolChoice != echo || r.up[1].ToolChoice != "auto" {
+				t.Errorf("tool_choice = %q then %q", r.up[0].ToolChoice, r.up[1].ToolChoice)
+			}
+		},
+	},
+}
+
+func TestScenarios(t *testing.T) {
+	for _, k := range kits {
+		for _, sc := range scenarios {
+			for _, stream := range []bool{false, true} {
+				if stream && sc.noStream {
+					continue
+				}
+				name := string(k.format()) + "/" + sc.name
+				if stream {
+					name += "/stream"
+				}
+				t.Run(name, func(t *testing.T) { runScenario(t, k, sc, stream) })
+			}
+		}
+	}
+}
+
+func runScenario(t *testing.T, k kit, sc scenario, stream bool) {
+	h := newHarness(t, k, harnessOptions{policy: sc.policy})
+	h.up.script = sc.script
+	tools := sc.runnerTools
+	if tools == nil {
+		tools = []string{"shell"}
+	}
+	msgs := sc.msgs
+	if msgs == nil {
+		msgs = hello
+	}
+	extra := sc.extra
+	if strings.HasPrefix(sc.name, "tool_choice") {
+		extra = toolChoiceNaming(k, "svc.echo")
+	}
+	res := h.post(context.Background(), k.runnerRequest(msgs, tools, stream, extra))
+	want := sc.status
+	if want == 0 {
+		want = http.StatusOK
+	}
+	r := outcomeOf{stream: stream, status: res.StatusCode}
+	if res.StatusCode != want {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("status %d, want %d: %s", res.StatusCode, want, b)
+	}
+	if want == http.StatusOK {
+		if stream && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("content type %q", res.Header.Get("Content-Type"))
+		}
+		r.final = k.decodeFinal(t, res, stream)
+	} else {
+		r.body, _ = io.ReadAll(res.Body)
+	}
+	r.up = h.up.requests()
+	if sc.check != nil {
+		sc.check(t, h, r)
+	}
+}
+
+func toolChoiceNaming(k kit, name string) map[string]any {
+	if k.format() == "anthropic" {
+		return map[string]any{"tool_choice": map[string]any{"type": "tool", "name": name}}
+	}
+	return map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": name}}}
+}
+
+func wantText(t *testing.T, r outcomeOf, text string) {
+	t.Helper()
+	if r.final.Text != text || len(r.final.Calls) != 0 {
+		t.Errorf("runner got text %q calls %v, want %q", r.final.Text, r.final.Calls, text)
+	}
+}
+
+func wantCalls(t *testing.T, r outcomeOf, names ...string) {
+	t.Helper()
+	var got []string
+	for _, c := range r.final.Calls {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("runner got calls %v, want %v", got, names)
+	}
+}
+
+func wantUsage(t *testing.T, r outcomeOf, want wire.Usage) {
+	t.Helper()
+	if r.final.Usage != want {
+		t.Errorf("usage = %+v, want %+v", r.final.Usage, want)
+	}
+}
+
+func lastEntry(t *testing.T, h *harness) history.Entry {
+	t.Helper()
+	all := h.hist.all()
+	if len(all) == 0 {
+		t.Fatal("no history entry")
+	}
+	return all[len(all)-1]
+}
+
+func toolEvents(h *harness) []audit.Event {
+	var out []audit.Event
+	for _, e := range h.audit.events() {
+		if e.Type == "tool_call" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
