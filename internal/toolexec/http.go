@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -91,27 +92,38 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 	}
 	defer resp.Body.Close()
 
-	limit := e.opts.MaxResponseBytes
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return result{}, &failure{code: CodeUnavailable, message: fmt.Sprintf("service %s broke off its answer: %s", svc, netReason(err)), transient: true}
-	}
-
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Only a snippet is quoted, so only a little is read.
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(4*e.opts.ErrorSnippetBytes)))
 		msg := fmt.Sprintf("service %s answered %s", svc, statusText(resp.StatusCode))
-		if s := snippet(string(data), e.opts.ErrorSnippetBytes); s != "" {
+		if s := snippet(string(head), e.opts.ErrorSnippetBytes); s != "" && utf8.ValidString(s) {
 			msg += ": " + s
 		}
 		transient := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout
 		return result{}, &failure{code: CodeServiceError, message: msg, transient: transient}
 	}
 
+	limit := e.opts.MaxResponseBytes
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return result{}, &failure{code: CodeUnavailable, message: fmt.Sprintf("service %s broke off its answer: %s", svc, netReason(err)), transient: true}
+	}
 	if int64(len(data)) > limit {
 		// Too long to hold: keep the first bytes, learn the true size by
 		// reading on (bounded), and report it truncated.
+		read := int64(len(data))
 		data = data[:limit]
+		// Do not leave half a rune at the cut.
+		for j := len(data) - 1; j >= 0 && j >= len(data)-utf8.UTFMax; j-- {
+			if utf8.RuneStart(data[j]) {
+				if !utf8.FullRune(data[j:]) {
+					data = data[:j]
+				}
+				break
+			}
+		}
 		rest, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, limit*drainFactor))
-		size := int64(len(data)) + 1 + rest
+		size := read + rest
 		if resp.ContentLength > size {
 			size = resp.ContentLength
 		}
@@ -121,7 +133,8 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 }
 
 // decodeAnswer turns a complete 2xx body into a result: JSON stays JSON
-// (compacted); anything else is text; an empty body is null.
+// (compacted); text is text; an empty body is null. Binary content (not
+// UTF-8) is described rather than sent as mojibake.
 func decodeAnswer(data []byte, contentType string) result {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return result{json: jsonNull}
@@ -130,6 +143,13 @@ func decodeAnswer(data []byte, contentType string) result {
 		if canon, ok := canonicalJSON(data); ok {
 			return result{json: canon}
 		}
+	}
+	if !utf8.Valid(data) {
+		mt, _, _ := mime.ParseMediaType(contentType)
+		if mt == "" {
+			mt = "unknown type"
+		}
+		return result{text: fmt.Sprintf("[%d bytes of binary content (%s) not shown]", len(data), mt), isText: true}
 	}
 	return result{text: string(data), isText: true}
 }

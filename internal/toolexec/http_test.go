@@ -432,6 +432,7 @@ func TestAnswerShapes(t *testing.T) {
 		{"invalid json", "application/json", `{"x":`, `"{\"x\":"`, 200},
 		{"empty", "", "", `null`, 204},
 		{"created", "application/json", `{"id":7}`, `{"id":7}`, 201},
+		{"binary", "image/png", "\x89PNG\r\n\x1a\n\x00\xff\xfe", `"[11 bytes of binary content (image/png) not shown]"`, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := newService(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
@@ -593,7 +594,7 @@ func TestTruncation(t *testing.T) {
 	big := `{"rows":[` + strings.Repeat(`{"name":"row","v":"<&>"},`, 2000) + `{}]}`
 	canon, _ := canonicalJSON([]byte(big))
 	textBody := strings.Repeat("héllo \"wörld\" <tag>\n", 500)
-	huge := strings.Repeat("x", 200<<10)
+	huge := strings.Repeat("x", 64<<10-1) + strings.Repeat("é", 100<<10)
 	for _, tc := range []struct {
 		name, ctype, body string
 		wantOriginal      int
