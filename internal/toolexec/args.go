@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 )
@@ -39,7 +40,7 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	if err := dec.Decode(&args); err != nil {
 		return nil, argErrorf("arguments are not valid JSON: %v", err)
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, argErrorf("arguments must be a single JSON object")
 	}
 	if args == nil {

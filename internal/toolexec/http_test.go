@@ -341,6 +341,7 @@ func TestSchemaViolationsNeverReachTheService(t *testing.T) {
 		{`"str"`, "object"},
 		{`{"symbol":`, "JSON"},
 		{`{"a":1} {"b":2}`, "single"},
+		{`{"symbol":"X","side":"buy","quantity":1}xyz`, "single"},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			svc := newService(t, jsonReply(`{}`))
