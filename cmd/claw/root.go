@@ -79,7 +79,13 @@ its services' claw.describe descriptors into per-agent governed context, then
 runs the pod on Docker Compose with the cllama governance proxy.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          noArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)

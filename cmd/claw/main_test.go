@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+)
+
+const podCase = "../../internal/compile/testdata/trading-desk"
+
+// fakeEngine records compose invocations instead of running Docker.
+type fakeEngine struct {
+	cfg   EngineConfig
+	calls [][]string
+}
+
+func (e *fakeEngine) Compose(_ context.Context, args ...string) error {
+	e.calls = append(e.calls, args)
+	return nil
+}
+
+type harness struct {
+	f        *Factory
+	out, err bytes.Buffer
+	engine   *fakeEngine
+}
+
+func newHarness() *harness {
+	h := &harness{engine: &fakeEngine{}}
+	h.f = &Factory{
+		IO:  IOStreams{In: strings.NewReader(""), Out: &h.out, ErrOut: &h.err},
+		Env: nil,
+		Engine: func(_ context.Context, cfg EngineConfig) (Engine, error) {
+			h.engine.cfg = cfg
+			return h.engine, nil
+		},
+		Images: func() compile.ImageSource { return nil },
+	}
+	return h
+}
+
+func (h *harness) run(args ...string) int {
+	return Main(context.Background(), args, h.f)
+}
+
+// copyPod copies the trading-desk golden pod to a temporary directory.
+func copyPod(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join(podCase, "pod")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		full := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(full, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestCompilePrintsSummary(t *testing.T) {
+	dir := copyPod(t)
+	h := newHarness()
+	if code := h.run("compile", "-f", filepath.Join(dir, "claw-pod.yml")); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, h.err.String())
+	}
+	want, err := os.ReadFile(filepath.Join(podCase, "want", "summary.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.out.String()
+	summary, tail, _ := strings.Cut(got, "\nwrote ")
+	if summary != string(want) {
+		t.Errorf("summary differs\n--- got\n%s\n--- want\n%s", summary, want)
+	}
+	if !strings.HasPrefix(tail, "16 files") {
+		t.Errorf("unexpected tail %q", tail)
+	}
+	for _, p := range []string{compile.GeneratedFile, compile.ProvidersFile, ".claw-runtime/context/analyst/tools.json"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("missing %s: %v", p, err)
+		}
+	}
+	if len(h.engine.calls) != 0 {
+		t.Errorf("compile touched Docker: %v", h.engine.calls)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := copyPod(t)
+	pod := filepath.Join(dir, "claw-pod.yml")
+	if err := os.WriteFile(filepath.Join(dir, "broken.yml"), []byte("services:\n  a:\n    image: x\n    x-claw:\n      tools: [b]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"compile", "-f", pod, "-q"}, ExitOK, ""},
+		{[]string{"compile", "--no-such-flag"}, ExitUsage, "unknown flag"},
+		{[]string{"compile", "extra"}, ExitUsage, "takes no arguments"},
+		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
+		{[]string{"logs", "a", "b"}, ExitUsage, "at most 1"},
+		{[]string{"compile", "-f", filepath.Join(dir, "missing.yml")}, ExitFailure, "file not found"},
+		{[]string{"compile", "-f", filepath.Join(dir, "broken.yml")}, ExitFailure, `service "a": x-claw.tools`},
+	} {
+		h := newHarness()
+		if code := h.run(tc.args...); code != tc.code || !strings.Contains(h.err.String(), tc.msg) {
+			t.Errorf("claw %v: exit %d (want %d), stderr %q (want %q)", tc.args, code, tc.code, h.err.String(), tc.msg)
+		}
+	}
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	for _, verb := range append([]string{""}, sortedVerbs()...) {
+		h := newHarness()
+		args := []string{"--help"}
+		if verb != "" {
+			args = []string{verb, "--help"}
+		}
+		if code := h.run(args...); code != ExitOK || !strings.Contains(h.out.String(), "Usage:") {
+			t.Errorf("claw %s --help: exit %d, output %q", verb, code, h.out.String())
+		}
+	}
+}
+
+func sortedVerbs() []string {
+	var names []string
+	for n := range verbs {
+		names = append(names, n)
+	}
+	return names
+}
+
+func TestEngineVerbs(t *testing.T) {
+	dir := copyPod(t)
+	pod := filepath.Join(dir, "claw-pod.yml")
+	h := newHarness()
+	if code := h.run("down", "-f", pod); code != ExitFailure || !strings.Contains(h.err.String(), "run `claw up`") {
+		t.Fatalf("down before up: exit %d, %s", code, h.err.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"up", "-f", pod, "-d"}, []string{"up", "-d"}},
+		{[]string{"ps", "-f", pod}, []string{"ps"}},
+		{[]string{"logs", "--file", pod, "-f", "--tail", "10", "analyst"}, []string{"logs", "--no-color", "-f", "--tail", "10", "analyst"}},
+		{[]string{"down", "-f", pod, "-v"}, []string{"down", "--remove-orphans", "-v"}},
+	} {
+		h := newHarness()
+		if code := h.run(tc.args...); code != ExitOK {
+			t.Fatalf("claw %v: exit %d: %s", tc.args, code, h.err.String())
+		}
+		if len(h.engine.calls) != 1 || !reflect.DeepEqual(h.engine.calls[0], tc.want) {
+			t.Errorf("claw %v ran compose %v, want %v", tc.args, h.engine.calls, tc.want)
+		}
+		if h.engine.cfg.Project != "trading-desk" || h.engine.cfg.File != compile.GeneratedFile || h.engine.cfg.Dir != dir {
+			t.Errorf("engine config %+v", h.engine.cfg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, compile.HistoryDir)); err != nil {
+		t.Errorf("up did not create the history directory: %v", err)
+	}
+}
+
+func TestProjectName(t *testing.T) {
+	for in, want := range map[string]string{"trading-desk": "trading-desk", "My Pod!": "my-pod", "": "claw", "__": "claw"} {
+		if got := ProjectName(in); got != want {
+			t.Errorf("ProjectName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBinary builds the real claw and runs it as an operator would.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "claw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := copyPod(t)
+	cmd := exec.Command(bin, "compile")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "trading-api__execute_trade -> trading-api.execute_trade") {
+		t.Fatalf("claw compile: %v\n%s", err, out)
+	}
+	cmd = exec.Command(bin, "compile", "--bogus")
+	cmd.Dir = dir
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != ExitUsage {
+		t.Fatalf("usage error exit: %v", err)
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
