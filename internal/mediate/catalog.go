@@ -128,8 +128,12 @@ func sanitize(s string) string {
 
 // hashedAlias is a readable prefix plus a digest of the canonical name:
 // stable and unique for any manifest.
-func hashedAlias(canonical string) string {
-	sum := sha256.Sum256([]byte(canonical))
+func hashedAlias(canonical string) string { return saltedAlias(canonical, "") }
+
+// saltedAlias is hashedAlias with a salt in the digest, for a second,
+// different alias of the same tool.
+func saltedAlias(canonical, salt string) string {
+	sum := sha256.Sum256([]byte(salt + canonical))
 	suffix := "_" + hex.EncodeToString(sum[:5])
 	prefix := readableAlias(canonical)
 	if max := 64 - len(suffix); len(prefix) > max {
@@ -174,7 +178,7 @@ func (c *catalog) present(f wire.Format, nativeNames []string) (*presentation, e
 			p.byName = map[string]*manifest.Tool{}
 			p.defs = append([]json.RawMessage(nil), p.defs...)
 		}
-		a := hashedAlias("runner-collision:" + tool.Name)
+		a := saltedAlias(tool.Name, "runner-collision:")
 		d, err := f.ToolDefinition(a, tool.Description, tool.InputSchema)
 		if err != nil {
 			return nil, err

@@ -30,6 +30,10 @@ func (anthropicKit) messages(msgs []tmsg) []any {
 			for _, c := range m.Calls {
 				blocks = append(blocks, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": json.RawMessage(orEmpty(c.Args))})
 			}
+			if m.Alt && len(m.Calls) == 0 {
+				out = append(out, map[string]any{"role": "assistant", "content": m.Text})
+				continue
+			}
 			out = append(out, map[string]any{"role": "assistant", "content": blocks})
 		case "tool":
 			var blocks []any

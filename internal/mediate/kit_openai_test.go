@@ -27,6 +27,10 @@ func (openaiKit) messages(msgs []tmsg) []any {
 			if m.Text == "" {
 				am["content"] = nil
 			}
+			if m.Alt {
+				am["content"] = []any{map[string]any{"type": "text", "text": m.Text}}
+				am["refusal"] = nil
+			}
 			if len(m.Calls) > 0 {
 				var calls []any
 				for _, c := range m.Calls {
@@ -124,7 +128,14 @@ func (openaiKit) decodeUpstream(t *testing.T, body []byte) upReq {
 		u.ToolChoice = s
 	}
 	for _, m := range req.Messages {
-		text, _ := wire.String(m.Content)
+		text, ok := wire.String(m.Content)
+		if !ok {
+			var parts []struct{ Text string }
+			_ = json.Unmarshal(m.Content, &parts)
+			for _, p := range parts {
+				text += p.Text
+			}
+		}
 		switch m.Role {
 		case "system":
 			continue

@@ -28,6 +28,9 @@ type tmsg struct {
 	Text    string
 	Calls   []tcall
 	Results []tresult
+	// Alt serialises the message in an equivalent alternate form (content
+	// parts instead of a string and back), as some runners do.
+	Alt bool
 }
 
 // step is one scripted upstream answer.
