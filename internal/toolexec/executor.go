@@ -1,6 +1,7 @@
 package toolexec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -280,9 +281,9 @@ func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 			return Fail(CodeCanceled, fmt.Sprintf("the call to %s was canceled", tool.Name), 0)
 		case ctx.Err() != nil:
 			// The caller's own deadline (the turn's total budget) ran out.
-			return Fail(CodeTimeout, fmt.Sprintf("the time budget ran out before service %s answered", sc.service), RPCTimeout)
+			return Fail(CodeTimeout, fmt.Sprintf("the time budget ran out before service %s answered", serviceName(exec)), RPCTimeout)
 		case callCtx.Err() != nil:
-			return Fail(CodeTimeout, fmt.Sprintf("service %s did not respond within %s", sc.service, roundDuration(timeout)), RPCTimeout)
+			return Fail(CodeTimeout, fmt.Sprintf("service %s did not respond within %s", serviceName(exec), roundDuration(timeout)), RPCTimeout)
 		}
 		msg := f.message
 		if attempts > 1 {
@@ -350,7 +351,7 @@ func (r result) value() any {
 	if r.isText {
 		return r.text
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(r.json)))
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.json))
 	if err != nil {
 		return nil
 	}

@@ -21,8 +21,13 @@ var (
 	authzPattern  = regexp.MustCompile(`(?i)(authorization|x-api-key|api[_-]?key|token)(["']?\s*[:=]\s*["']?)[^\s"',}]+`)
 )
 
-// scrubber removes one call's secrets and addresses from text.
+// scrubber removes one call's secrets and addresses from text. It is
+// cheap to make: the work is done on first use, which only failures need.
 type scrubber struct {
+	exec *manifest.Execution
+	auth *manifest.Auth
+
+	ready   bool
 	service string
 	baseURL string
 	secrets []string // replaced by [redacted]
@@ -30,11 +35,18 @@ type scrubber struct {
 }
 
 func newScrubber(exec *manifest.Execution, auth *manifest.Auth) scrubber {
-	s := scrubber{service: exec.Service, baseURL: strings.TrimRight(exec.BaseURL, "/")}
-	if s.service == "" {
-		s.service = "service"
+	return scrubber{exec: exec, auth: auth}
+}
+
+func (s *scrubber) init() {
+	if s.ready {
+		return
 	}
-	for _, a := range []*manifest.Auth{auth, exec.Auth} {
+	s.ready = true
+	exec := s.exec
+	s.service = serviceName(exec)
+	s.baseURL = strings.TrimRight(exec.BaseURL, "/")
+	for _, a := range []*manifest.Auth{s.auth, exec.Auth} {
 		if a != nil && len(a.Token) >= 4 {
 			s.secrets = append(s.secrets, a.Token)
 		}
@@ -45,12 +57,20 @@ func newScrubber(exec *manifest.Execution, auth *manifest.Auth) scrubber {
 			s.hosts = append(s.hosts, h)
 		}
 	}
-	return s
+}
+
+// serviceName is how messages name the service: its compose name.
+func serviceName(exec *manifest.Execution) string {
+	if exec.Service == "" {
+		return "service"
+	}
+	return exec.Service
 }
 
 // scrub returns text with URLs, credentials and the service's address
 // replaced.
-func (s scrubber) scrub(text string) string {
+func (s *scrubber) scrub(text string) string {
+	s.init()
 	for _, secret := range s.secrets {
 		text = strings.ReplaceAll(text, secret, "[redacted]")
 	}
@@ -65,7 +85,8 @@ func (s scrubber) scrub(text string) string {
 
 // scrubKnown removes only this call's credentials and service address,
 // leaving other text (and other URLs) as written.
-func (s scrubber) scrubKnown(text string) string {
+func (s *scrubber) scrubKnown(text string) string {
+	s.init()
 	for _, secret := range s.secrets {
 		text = strings.ReplaceAll(text, secret, "[redacted]")
 	}
