@@ -11,6 +11,7 @@
 package apierror
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -45,8 +46,13 @@ func Body(format exchange.Format, errType, msg string) []byte {
 	} else {
 		v = openAIError{Error: openAIObject{Message: msg, Type: errType}}
 	}
-	b, _ := json.Marshal(v) // strings only: cannot fail
-	return b
+	// No HTML escaping: messages quote "<provider>/<model>" and should read
+	// as written in every client's error text.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings only: cannot fail
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // Write writes status and the error body for format. Call it before anything

@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ListenAddr != ":8080" || c.ContextRoot != "/claw/context" || c.AuthDir != "/claw/auth" || c.HistoryDir != "" ||
+		c.MaxBodyBytes != 32<<20 || c.FirstByteTimeout != DefaultFirstByteTimeout {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestLoadConfigEnvAndFlags(t *testing.T) {
+	env := []string{
+		"LISTEN_ADDR=:9999", "CLAW_CONTEXT_ROOT=/ctx", "CLAW_AUTH_DIR=/auth", "CLAW_SESSION_HISTORY_DIR=/hist", "CLAW_POD=desk",
+		"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_STREAM_IDLE_TIMEOUT=5s",
+		"OPENAI_API_KEY=sk-o", "ANTHROPIC_BASE_URL=http://mock:1/v1", "PATH=/bin",
+	}
+	c, err := LoadConfig([]string{"-listen", ":7000", "-first-byte-timeout", "3s"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ListenAddr != ":7000" || c.ContextRoot != "/ctx" || c.AuthDir != "/auth" || c.HistoryDir != "/hist" || c.Pod != "desk" ||
+		c.MaxBodyBytes != 1000 || c.StreamIdleTimeout != 5*time.Second || c.FirstByteTimeout != 3*time.Second {
+		t.Fatalf("%+v", c)
+	}
+	if c.ProviderEnv["openai"].APIKey != "sk-o" || c.ProviderEnv["anthropic"].BaseURL != "http://mock:1/v1" {
+		t.Fatalf("%+v", c.ProviderEnv)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{nil, []string{"CLLAMA_MAX_BODY_BYTES=lots"}, "CLLAMA_MAX_BODY_BYTES"},
+		{nil, []string{"CLLAMA_FIRST_BYTE_TIMEOUT=5"}, "CLLAMA_FIRST_BYTE_TIMEOUT"},
+		{[]string{"stray"}, nil, "unexpected arguments"},
+		{[]string{"-max-body-bytes", "0"}, nil, "must be > 0"},
+	} {
+		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestBuildRegistry(t *testing.T) {
+	ps, err := manifest.ParseProviders([]byte(`{"version":2,"providers":{
+		"anthropic":{"keys":[{"id":"old","secret":"k-old","state":"retired"},{"id":"new","secret":"k-new"}],"active_key_id":"new"},
+		"local":{"base_url":"http://llm:8000/v1/","auth":"none"},
+		"openrouter":{"base_url":"https://file.example/v1","api_key":"k-or"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]ProviderEnv{
+		"openai":     {APIKey: "sk-env"},
+		"openrouter": {APIKey: "k-env", BaseURL: "http://override:1/v1"},
+		"gemini":     {}, // nothing set: not a provider
+		"trading":    {APIKey: "unrelated"},
+	}
+	reg, err := buildRegistry(ps, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Route{
+		"anthropic":  {Name: "anthropic", BaseURL: "https://api.anthropic.com/v1", Auth: "x-api-key", Secret: "k-new"},
+		"local":      {Name: "local", BaseURL: "http://llm:8000/v1", Auth: "none"},
+		"openrouter": {Name: "openrouter", BaseURL: "http://override:1/v1", Auth: "bearer", Secret: "k-or"},
+		"openai":     {Name: "openai", BaseURL: "https://api.openai.com/v1", Auth: "bearer", Secret: "sk-env"},
+	}
+	if len(reg.routes) != len(want) {
+		t.Fatalf("routes %v", reg.names)
+	}
+	for n, w := range want {
+		if got := reg.routes[n]; got == nil || *got != w {
+			t.Errorf("%s = %+v, want %+v", n, got, w)
+		}
+	}
+	if reg.names != "anthropic, local, openai, openrouter" {
+		t.Error(reg.names)
+	}
+	if reg.routes["local"].URL("/chat/completions") != "http://llm:8000/v1/chat/completions" {
+		t.Error(reg.routes["local"].URL("/chat/completions"))
+	}
+}
+
+func TestBuildRegistryUnknownWithoutBaseURL(t *testing.T) {
+	ps, _ := manifest.ParseProviders([]byte(`{"providers":{"mystery":{"api_key":"k"}}}`))
+	_, err := buildRegistry(ps, nil)
+	if err == nil || !strings.Contains(err.Error(), "providers.mystery.base_url") || !strings.Contains(err.Error(), "MYSTERY_BASE_URL") {
+		t.Fatal(err)
+	}
+}
+
+func TestProvidersReloadOnChange(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "providers.json")
+	writeFile(t, path, `{"providers":{"a":{"base_url":"http://a/v1","api_key":"k1"}}}`)
+	var reported []error
+	s, err := newProviderSource(dir, nil, func(err error) { reported = append(reported, err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	writeFile(t, path, `{"providers":{"a":{"base_url":"http://a/v1","api_key":"k2-rotated"}}}`)
+	_ = os.Chtimes(path, now.Add(time.Hour), now.Add(time.Hour))
+	if got := s.get(now.Add(2 * time.Second)).routes["a"].Secret; got != "k2-rotated" {
+		t.Fatalf("secret %q after rotation", got)
+	}
+	writeFile(t, path, `{"providers":`)
+	_ = os.Chtimes(path, now.Add(2*time.Hour), now.Add(2*time.Hour))
+	if got := s.get(now.Add(4 * time.Second)).routes["a"].Secret; got != "k2-rotated" || len(reported) != 1 {
+		t.Fatalf("broken reload: secret %q, reported %v", got, reported)
+	}
+}
+
+func TestNewFailsOnBadProviders(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "providers.json"), `{"providers":{"x":{"base_url":"ftp://x","api_key":"k"}}}`)
+	_, err := New(Config{AuthDir: dir, ContextRoot: dir}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "providers.x.base_url") {
+		t.Fatal(err)
+	}
+}
