@@ -158,7 +158,7 @@ func TestPassthroughStream(t *testing.T) {
 			var text string
 			if f == exchange.Anthropic {
 				var m struct {
-					Content []struct{ Type, Text string }
+					Content    []struct{ Type, Text string }
 					StopReason string `json:"stop_reason"`
 				}
 				_ = json.Unmarshal(e.Response, &m)

@@ -24,7 +24,9 @@ func (f decoratorFunc) Decorate(ctx context.Context, x *exchange.Exchange) error
 
 type mediatorFunc func(w http.ResponseWriter, r *http.Request, x *exchange.Exchange)
 
-func (f mediatorFunc) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) { f(w, r, x) }
+func (f mediatorFunc) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) {
+	f(w, r, x)
+}
 
 func TestDecoratorRewritesBody(t *testing.T) {
 	var seenX *exchange.Exchange
