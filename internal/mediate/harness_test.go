@@ -115,6 +115,7 @@ func newServices(t *testing.T) *services {
 	})
 	mux.HandleFunc("POST /slow", func(w http.ResponseWriter, r *http.Request) {
 		count("slow", r)
+		_, _ = io.ReadAll(r.Body) // lets the server notice a closed connection
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
