@@ -35,6 +35,11 @@ func (b *builder) agent(ctx context.Context, svc *pod.Service, id string, index 
 		}
 		skillFrom[s.Target] = true
 	}
+	for _, target := range sortedKeys(c.ServiceAuth) {
+		if _, ok := b.pod.Services[target]; !ok {
+			return nil, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.service-auth." + target, Problem: fmt.Sprintf("%q is not a service of the pod", target), Fix: "key service-auth by the service the credential is for"}
+		}
+	}
 	if a.Cllama {
 		if err := b.agentTools(a, svc); err != nil {
 			return nil, err

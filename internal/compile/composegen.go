@@ -210,7 +210,7 @@ func (b *builder) cllamaService() doc {
 	for k, v := range b.pod.Claw.CllamaDefaults.Env {
 		env[k] = v
 	}
-	return doc{
+	svc := doc{
 		"image":       image,
 		"environment": env,
 		"volumes": []any{
@@ -221,15 +221,28 @@ func (b *builder) cllamaService() doc {
 		"expose":   []any{fmt.Sprint(CllamaPort)},
 		"networks": doc{"default": nil, InternalNet: nil},
 		"restart":  "unless-stopped",
-		"healthcheck": doc{
-			"test":         []any{"CMD", "/cllama", "-healthcheck"},
-			"interval":     "10s",
-			"timeout":      "3s",
-			"retries":      3,
-			"start_period": "5s",
-		},
 	}
+	cd := b.pod.Claw.CllamaDefaults
+	if !cd.HealthcheckOff {
+		test := []any{}
+		for _, s := range DefaultCllamaHealthcheck {
+			test = append(test, s)
+		}
+		if cd.Healthcheck != nil {
+			test = test[:0]
+			for _, s := range cd.Healthcheck {
+				test = append(test, s)
+			}
+		}
+		svc["healthcheck"] = doc{"test": test, "interval": "10s", "timeout": "3s", "retries": 3, "start_period": "5s"}
+	}
+	return svc
 }
+
+// DefaultCllamaHealthcheck is the proxy's health check unless
+// x-claw.cllama-defaults.healthcheck overrides it: the binary probes its
+// own GET /health (images are FROM scratch, so there is no curl).
+var DefaultCllamaHealthcheck = []string{"CMD", "/cllama", "-healthcheck"}
 
 // HistoryDir is where cllama writes session history, relative to the pod.
 const HistoryDir = ".claw-runtime/history"

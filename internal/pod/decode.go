@@ -112,7 +112,28 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image"})
+	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck"})
+	switch hc := m["healthcheck"].(type) {
+	case nil:
+	case string:
+		if hc != "none" {
+			return cd, d.errf("x-claw.cllama-defaults.healthcheck", `write a command list such as ["CMD", "/cllama", "-healthcheck"], or "none"`, "%q is neither a command list nor \"none\"", hc)
+		}
+		cd.HealthcheckOff = true
+	case []any:
+		for i, e := range hc {
+			s, err := d.scalar(fmt.Sprintf("x-claw.cllama-defaults.healthcheck[%d]", i), e)
+			if err != nil {
+				return cd, err
+			}
+			cd.Healthcheck = append(cd.Healthcheck, s)
+		}
+		if len(cd.Healthcheck) == 0 {
+			cd.HealthcheckOff = true
+		}
+	default:
+		return cd, d.errf("x-claw.cllama-defaults.healthcheck", `write a command list such as ["CMD", "/cllama", "-healthcheck"], or "none"`, "must be a list or \"none\", got %s", typeName(hc))
+	}
 	if cd.Image, err = d.str("x-claw.cllama-defaults.image", m["image"], false); err != nil {
 		return cd, err
 	}

@@ -25,6 +25,10 @@ type CllamaDefaults struct {
 	Env map[string]string
 	// Image overrides the cllama image.
 	Image string
+	// Healthcheck is the proxy's health check command in compose's exec
+	// form (["CMD", …]); nil takes the default, HealthcheckOff disables it.
+	Healthcheck []string
+	HealthcheckOff bool
 }
 
 // ServiceClaw is a service-level x-claw block.
