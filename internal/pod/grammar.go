@@ -27,7 +27,7 @@ type CllamaDefaults struct {
 	Image string
 	// Healthcheck is the proxy's health check command in compose's exec
 	// form (["CMD", …]); nil takes the default, HealthcheckOff disables it.
-	Healthcheck []string
+	Healthcheck    []string
 	HealthcheckOff bool
 }
 
