@@ -14,9 +14,9 @@ import (
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
-// benchRequest is an OpenAI or Anthropic request with a system prompt and a
-// few turns of conversation (about 6 KiB).
-func benchRequest(f exchange.Format) []byte {
+// benchRequest is an OpenAI or Anthropic request with a system prompt and
+// turns of about 1 KiB each (6 turns: about 6 KiB).
+func benchRequest(f exchange.Format, turns int) []byte {
 	turn := strings.Repeat("lorem ipsum dolor sit amet ", 40)
 	var b strings.Builder
 	if f == exchange.OpenAI {
@@ -24,7 +24,7 @@ func benchRequest(f exchange.Format) []byte {
 	} else {
 		b.WriteString(`{"model":"anthropic/claude-sonnet-4","max_tokens":1024,"system":[{"type":"text","text":"You are Tiverton, a trading agent.","cache_control":{"type":"ephemeral"}}],"messages":[`)
 	}
-	for i := range 6 {
+	for i := range turns {
 		role := []string{"user", "assistant"}[i%2]
 		if i > 0 || f == exchange.OpenAI {
 			b.WriteByte(',')
@@ -57,10 +57,10 @@ func benchFeeds(b *testing.B, ttl int) []manifest.Feed {
 	}
 }
 
-func benchDecorate(b *testing.B, f exchange.Format, ttl int) {
+func benchDecorate(b *testing.B, f exchange.Format, ttl, turns int) {
 	agent := &agentctx.Agent{ID: "tiverton", Feeds: benchFeeds(b, ttl)}
 	d := New(Options{Audit: audit.New(io.Discard)})
-	body := benchRequest(f)
+	body := benchRequest(f, turns)
 	x := &exchange.Exchange{ID: "r", Agent: agent, Pod: "trading-desk", Format: f}
 	x.Body = body
 	if err := d.Decorate(b.Context(), x); err != nil || len(x.Body) == len(body) {
@@ -76,7 +76,15 @@ func benchDecorate(b *testing.B, f exchange.Format, ttl int) {
 // Added latency per request with three feeds served from the cache.
 func BenchmarkDecorateCached3(b *testing.B) {
 	for _, f := range formats {
-		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600) })
+		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600, 6) })
+	}
+}
+
+// The same with a long conversation (100 turns, about 100 KiB): the cost
+// that grows with the body is one validation pass and one scan.
+func BenchmarkDecorateCached3LongConversation(b *testing.B) {
+	for _, f := range formats {
+		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600, 100) })
 	}
 }
 
@@ -84,6 +92,6 @@ func BenchmarkDecorateCached3(b *testing.B) {
 // fetches all three, concurrently) from a local httptest server.
 func BenchmarkDecorateCold3(b *testing.B) {
 	for _, f := range formats {
-		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 0) })
+		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 0, 6) })
 	}
 }

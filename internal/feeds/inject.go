@@ -12,7 +12,7 @@ import (
 // new slice. ok is false, and body is to be left as is, when body is not a
 // JSON object of the format's shape.
 func inject(format exchange.Format, body []byte, text string) ([]byte, bool) {
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return nil, false
 	}
 	i := skipWS(body, 0)
