@@ -295,6 +295,9 @@ func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 		return Fail(f.code, sc.scrub(msg), f.rpc)
 	}
 
+	// The outputSchema is a check on the service, not on the model: a
+	// result cut at the read bound cannot be checked, and an outputSchema
+	// that does not compile is skipped rather than failing good answers.
 	if len(tool.OutputSchema) > 0 && !res.cut {
 		out := e.schemas.get(tool.OutputSchema)
 		if out.err == nil {
