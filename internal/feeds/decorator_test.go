@@ -29,7 +29,7 @@ func TestBlockFormat(t *testing.T) {
 				{Name: "fleet-alerts", Source: "claw-api", Path: "/fleet/alerts", TTL: 30, URL: svc.URL + "/fleet/alerts"},
 			}}
 			text := decorate(t, d, f, agent)
-			want := preface + "\n\n" +
+			want := Preface + "\n\n" +
 				"--- BEGIN FEED: fleet-alerts (from claw-api, refreshed 2026-03-19T14:00:00Z) ---\n" +
 				"Fleet nominal. 7 agents healthy. No alerts.\n" +
 				"--- END FEED: fleet-alerts ---"

@@ -41,7 +41,7 @@ func FuzzRenderCaps(f *testing.F) {
 		}
 		text := d.render(feeds, outs)
 
-		frames := len(preface)
+		frames := len(Preface)
 		prev := -1
 		for i := range feeds {
 			b := block(t, text, feeds[i].Name)
