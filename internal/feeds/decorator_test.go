@@ -3,6 +3,7 @@ package feeds
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -689,5 +690,44 @@ func TestURLLessFeedUsesSource(t *testing.T) {
 	}
 	if got := sourceOf(&manifest.Feed{Name: "n", URL: "http://127.0.0.1:9/x"}); got != "127.0.0.1:9" {
 		t.Errorf("sourceOf without source = %q", got)
+	}
+}
+
+// TestDecorateSystemShapes runs whole requests of every system shape through
+// Decorate: the runner's own content is kept, the feed text added beside it.
+func TestDecorateSystemShapes(t *testing.T) {
+	svc := newFeedService(t)
+	svc.text("/p", "", "live")
+	d := New(Options{Now: newClock().Now})
+	agent := &agentctx.Agent{ID: "a1", Feeds: []manifest.Feed{svc.feed("p", "/p", 60)}}
+	text := Preface + "\n\n--- BEGIN FEED: p (from svc, refreshed 2026-03-19T14:00:00Z) ---\nlive\n--- END FEED: p ---"
+	q, _ := json.Marshal(text)
+	F := string(q)
+	cases := []struct {
+		f        exchange.Format
+		in, want string
+	}{
+		{exchange.OpenAI, `{"messages":[{"role":"user","content":"hi"}],"stream":true}`,
+			`{"messages":[{"role":"system","content":` + F + `},{"role":"user","content":"hi"}],"stream":true}`},
+		{exchange.OpenAI, `{"messages":[{"role":"developer","content":"d"},{"role":"user","content":"hi"}]}`,
+			`{"messages":[{"role":"developer","content":"d"},{"role":"developer","content":` + F + `},{"role":"user","content":"hi"}]}`},
+		{exchange.Anthropic, `{"messages":[],"stream":true}`,
+			`{"system":` + F + `,"messages":[],"stream":true}`},
+		{exchange.Anthropic, `{"system":"S","messages":[]}`,
+			`{"system":[{"type":"text","text":"S"},{"type":"text","text":` + F + `}],"messages":[]}`},
+		{exchange.Anthropic, `{"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}],"messages":[]}`,
+			`{"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}},{"type":"text","text":` + F + `}],"messages":[]}`},
+	}
+	for _, c := range cases {
+		x := &exchange.Exchange{Agent: agent, Format: c.f, Original: []byte(c.in), Body: []byte(c.in)}
+		if err := d.Decorate(t.Context(), x); err != nil {
+			t.Fatal(err)
+		}
+		if string(x.Body) != c.want {
+			t.Errorf("%s %s:\ngot  %s\nwant %s", c.f, c.in, x.Body, c.want)
+		}
+		if string(x.Original) != c.in {
+			t.Errorf("Original modified: %s", x.Original)
+		}
 	}
 }
