@@ -30,13 +30,18 @@ func copyCase(t *testing.T, name string) string {
 	return tmp
 }
 
-func build(t *testing.T, dir string, opts Options) *Result {
+func loadPod(t *testing.T, dir string) *pod.Pod {
 	t.Helper()
 	p, err := pod.Load(context.Background(), pod.LoadOptions{File: filepath.Join(dir, "claw-pod.yml")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Build(context.Background(), p, opts)
+	return p
+}
+
+func build(t *testing.T, dir string, opts Options) *Result {
+	t.Helper()
+	res, err := Build(context.Background(), loadPod(t, dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +181,15 @@ func TestGeneratedComposeLoadsInDockerCompose(t *testing.T) {
 	cases, _ := filepath.Glob(filepath.Join("testdata", "*", "want", GeneratedFile))
 	for _, gen := range cases {
 		name := filepath.Base(filepath.Dir(filepath.Dir(gen)))
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			checkWithCompose(t, name, tools)
+		})
+	}
+}
+
+func checkWithCompose(t *testing.T, name string, tools [][]string) {
+	{
 		dir := copyCase(t, name)
 		for p, data := range readTree(t, filepath.Join("testdata", name, "want"), nil) {
 			full := filepath.Join(dir, filepath.FromSlash(p))

@@ -39,8 +39,10 @@ func (b *builder) clawdapusMD(a *Agent) []byte {
 			fmt.Fprintf(&w, "%s\n\n", oneLine(d.Description))
 		}
 		switch {
+		case d.HasTools() && a.hasToolsOf(target):
+			w.WriteString("Use this service through your managed tools (see Tools); its HTTP endpoints are not for direct use.\n\n")
 		case d.HasTools():
-			w.WriteString("This service is used through managed tools only (see Tools); its HTTP endpoints are not for direct use.\n\n")
+			w.WriteString("This service is used through managed tools, none of which are granted to you; its HTTP endpoints are not for direct use.\n\n")
 		case len(d.Endpoints) > 0:
 			fmt.Fprintf(&w, "Endpoints (base URL `http://%s`):\n\n", target+portSuffix(b, target))
 			for _, e := range d.Endpoints {
@@ -100,4 +102,14 @@ func portSuffix(b *builder, service string) string {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// hasToolsOf reports whether the agent was granted any tool of service.
+func (a *Agent) hasToolsOf(service string) bool {
+	for _, t := range a.tools {
+		if t.Execution.Service == service {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,138 @@
+package compile
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeImages is an in-memory ImageSource.
+type fakeImages map[string]struct {
+	labels map[string]string
+	files  map[string]string
+}
+
+func (f fakeImages) Labels(_ context.Context, image string) (map[string]string, bool, error) {
+	img, ok := f[image]
+	return img.labels, ok, nil
+}
+
+func (f fakeImages) ReadFile(_ context.Context, image, p string) ([]byte, error) {
+	data, ok := f[image].files[p]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", p, ErrNotInImage)
+	}
+	return []byte(data), nil
+}
+
+const imagePod = `x-claw:
+  pod: images
+services:
+  agent:
+    image: runner
+    x-claw:
+      cllama: passthrough
+      surfaces: ["service://api"]
+      tools: [api]
+  api:
+    image: %s
+    expose: ["80"]
+`
+
+const imageDescriptor = `{"version":2,"tools":[{"name":"ping","inputSchema":{"type":"object"},"http":{"method":"GET","path":"/ping"}}],"skill":"docs/skill.md"}`
+
+func TestImageDescriptorLookup(t *testing.T) {
+	images := fakeImages{
+		"labelled": {labels: map[string]string{DescribeLabel: "/srv/describe.json"},
+			files: map[string]string{"/srv/describe.json": imageDescriptor, "/srv/docs/skill.md": "# from label dir\n"}},
+		"baked": {labels: map[string]string{},
+			files: map[string]string{"/.claw-describe.json": imageDescriptor, "/docs/skill.md": "# baked\n"}},
+		"mcp": {files: map[string]string{"/.claw-tools.json": `{"tools":[{"name":"ping","inputSchema":{"type":"object"}}]}`}},
+		"broken-label": {labels: map[string]string{DescribeLabel: "/nope.json"}},
+	}
+	for _, tc := range []struct{ image, kind, skill, err string }{
+		{"labelled", SourceImageLabel, "# from label dir\n", ""},
+		{"baked", SourceImage, "# baked\n", ""},
+		{"mcp", SourceImage, "", ""},
+		{"broken-label", "", "", "which is not in the image"},
+		{"absent", "", "", "no descriptor found"},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			dir := t.TempDir()
+			mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte(fmt.Sprintf(imagePod, tc.image)))
+			p := loadPod(t, dir)
+			res, err := Build(context.Background(), p, Options{Images: images, Rand: zeroReader{}})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Descriptors[0].Kind != tc.kind {
+				t.Errorf("kind %s, want %s", res.Descriptors[0].Kind, tc.kind)
+			}
+			a := res.Agents[0]
+			if len(a.Tools) != 1 || string(a.skillData["api"]) != tc.skill {
+				t.Errorf("tools %v, skill %q", a.Tools, a.skillData["api"])
+			}
+			// compile without images must not find it (claw compile touches no Docker).
+			if _, err := Build(context.Background(), p, Options{Rand: zeroReader{}}); err == nil || !strings.Contains(err.Error(), "--images") {
+				t.Errorf("without images: %v", err)
+			}
+		})
+	}
+}
+
+// TestDockerImages builds a FROM scratch image (nothing is pulled) with a
+// label and a baked descriptor, and reads them through the docker CLI.
+func TestDockerImages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("uses Docker")
+	}
+	if _, err := exec.LookPath("docker"); err != nil || exec.Command("docker", "info").Run() != nil {
+		t.Skip("no Docker engine")
+	}
+	buf := make([]byte, 4)
+	_, _ = rand.Read(buf)
+	tag := "clawgo-test/describe:" + hex.EncodeToString(buf)
+	ctxDir := t.TempDir()
+	mustWrite(t, filepath.Join(ctxDir, "describe.json"), []byte(imageDescriptor))
+	mustWrite(t, filepath.Join(ctxDir, "skill.md"), []byte("# skill in image\n"))
+	mustWrite(t, filepath.Join(ctxDir, "Dockerfile"), []byte("FROM scratch\nLABEL claw.describe=/etc/claw/describe.json\nCOPY describe.json /etc/claw/describe.json\nCOPY skill.md /etc/claw/docs/skill.md\n"))
+	if out, err := exec.Command("docker", "build", "-q", "-t", tag, ctxDir).CombinedOutput(); err != nil {
+		t.Skipf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
+	ctx := context.Background()
+	labels, present, err := DockerImages{}.Labels(ctx, tag)
+	if err != nil || !present || labels[DescribeLabel] != "/etc/claw/describe.json" {
+		t.Fatalf("labels %v present %v err %v", labels, present, err)
+	}
+	if _, present, _ := (DockerImages{}).Labels(ctx, tag+"-absent"); present {
+		t.Error("absent image reported present")
+	}
+	if _, err := (DockerImages{}).ReadFile(ctx, tag, "/nope"); err == nil {
+		t.Error("missing file read")
+	}
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte(fmt.Sprintf(imagePod, tag)))
+	res, err := Build(ctx, loadPod(t, dir), Options{Images: DockerImages{}, Rand: zeroReader{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Agents[0].skillData["api"]); got != "# skill in image\n" || res.Descriptors[0].Kind != SourceImageLabel {
+		t.Fatalf("skill %q kind %s", got, res.Descriptors[0].Kind)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+}
