@@ -1,0 +1,130 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+func TestCanonicalIgnoresReserialisation(t *testing.T) {
+	f := New()
+	same := [][]string{
+		{`{"role":"assistant","content":"hi there"}`, `{"content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}],"role":"assistant","refusal":null}`},
+		{`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"x","arguments":"{\"b\":1,\"a\":2}"}}]}`,
+			`{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"arguments":"{ \"a\": 2, \"b\": 1 }","name":"x"}}]}`},
+	}
+	for _, pair := range same {
+		a, err1 := f.Canonical(json.RawMessage(pair[0]))
+		b, err2 := f.Canonical(json.RawMessage(pair[1]))
+		if err1 != nil || err2 != nil || !bytes.Equal(a.Bytes, b.Bytes) || a.Role != wire.RoleAssistant {
+			t.Errorf("%s\n%s\ndiffer: %s vs %s", pair[0], pair[1], a.Bytes, b.Bytes)
+		}
+	}
+	x, _ := f.Canonical(json.RawMessage(`{"role":"assistant","content":"hi"}`))
+	y, _ := f.Canonical(json.RawMessage(`{"role":"user","content":"hi"}`))
+	if bytes.Equal(x.Bytes, y.Bytes) {
+		t.Error("roles must differ")
+	}
+	if s, _ := f.Canonical(json.RawMessage(`{"role":"developer","content":"x"}`)); s.Role != wire.RoleSystem {
+		t.Error("developer is a system message")
+	}
+}
+
+func TestRequestKeepsUnknownFields(t *testing.T) {
+	f := New()
+	in := `{"model":"m","x_custom":{"b":[1,2.50,"z"],"a":null},"messages":[{"role":"user","content":"q","name":"u"}],"stream":true,"stream_options":{"include_usage":true}}`
+	r, err := f.ParseRequest([]byte(in))
+	if err != nil || !r.Stream || !r.IncludeUsage {
+		t.Fatalf("%v %+v", err, r)
+	}
+	f.PrepareUpstream(r)
+	out, _ := r.Encode()
+	for _, want := range []string{`"x_custom":{"b":[1,2.50,"z"],"a":null}`, `{"role":"user","content":"q","name":"u"}`, `"stream":false`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("%s lacks %s", out, want)
+		}
+	}
+	if bytes.Contains(out, []byte("stream_options")) {
+		t.Errorf("stream_options kept: %s", out)
+	}
+}
+
+func FuzzParseResponse(f *testing.F) {
+	f.Add([]byte(`{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"a","type":"function","function":{"name":"x","arguments":"{\"q\":1}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":[{"type":"text","text":"a"}],"tool_calls":[{"function":{"name":"x","arguments":{"q":1}}}]}}]}`))
+	f.Add([]byte(`{"choices":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkResponse(t, New(), data)
+	})
+}
+
+func FuzzParseRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"shell"}}],"tool_choice":{"type":"function","function":{"name":"svc.echo"}}}`))
+	f.Add([]byte(`{"functions":[{"name":"f"}],"function_call":{"name":"f"},"messages":[]}`))
+	f.Add([]byte(`{"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"svc.echo"}}]}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRequest(t, New(), data)
+	})
+}
+
+// checkResponse: a decoded response can always be turned back into an
+// assistant turn, a final body and a stream, all valid JSON.
+func checkResponse(t *testing.T, f wire.Format, data []byte) {
+	resp, err := f.ParseResponse(data)
+	if err != nil {
+		return
+	}
+	turn, err := f.AssistantTurn(resp, nil)
+	if err != nil || !json.Valid(turn) {
+		t.Fatalf("assistant turn: %v %s", err, turn)
+	}
+	if len(resp.Calls) > 0 {
+		if turn, err = f.AssistantTurn(resp, []int{len(resp.Calls) - 1}); err != nil || !json.Valid(turn) {
+			t.Fatalf("partial assistant turn: %v", err)
+		}
+	}
+	if _, err := f.Canonical(turn); err != nil {
+		t.Fatalf("canonical of own turn: %v", err)
+	}
+	body, err := f.FinalBody(resp, wire.Usage{Input: 1, Output: 2})
+	if err != nil || !json.Valid(body) {
+		t.Fatalf("final body: %v", err)
+	}
+	events, err := f.StreamEvents(resp, wire.Usage{}, true)
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	for _, e := range events {
+		if string(e.Data) != "[DONE]" && !json.Valid(e.Data) {
+			t.Fatalf("stream event not JSON: %s", e.Data)
+		}
+	}
+}
+
+// checkRequest: a parsed request re-encodes to JSON that parses to the
+// same tools, and every rewrite keeps it valid.
+func checkRequest(t *testing.T, f wire.Format, data []byte) {
+	r, err := f.ParseRequest(data)
+	if err != nil {
+		return
+	}
+	for _, m := range r.Messages {
+		_, _ = f.Canonical(m)
+	}
+	_ = f.RewriteToolChoice(r, func(n string) (string, bool) { return "alias_" + n, n != "" })
+	f.RelaxToolChoice(r)
+	f.PrepareUpstream(r)
+	out, err := r.Encode()
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	again, err := f.ParseRequest(out)
+	if err != nil {
+		t.Fatalf("re-parse: %v\n%s", err, out)
+	}
+	if len(again.ToolNames) != len(r.ToolNames) || len(again.Messages) != len(r.Messages) || again.Stream {
+		t.Fatalf("re-parse differs: %v vs %v", again.ToolNames, r.ToolNames)
+	}
+}
