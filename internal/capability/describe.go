@@ -95,13 +95,13 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 		d.Version = *w.Version
 	}
 	if d.Version != 1 && d.Version != 2 {
-		return nil, fmt.Errorf("version: unsupported value %d; use 1 or 2", d.Version)
+		return nil, fieldErr("version", "unsupported value %d; use 1 or 2", d.Version)
 	}
 	if d.Version < 2 && len(w.Tools) > 0 {
-		return nil, errors.New(`tools: needs descriptor version 2; set "version": 2`)
+		return nil, fieldErr("tools", `needs descriptor version 2; set "version": 2`)
 	}
 	if d.Version < 2 && w.MCP != nil {
-		return nil, errors.New(`mcp: needs descriptor version 2; set "version": 2`)
+		return nil, fieldErr("mcp", `needs descriptor version 2; set "version": 2`)
 	}
 	if w.MCP != nil {
 		m, err := decodeMCP(w.MCP)
@@ -114,10 +114,10 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 	for i, wt := range w.Tools {
 		t, err := decodeTool(wt, d.MCP != nil)
 		if err != nil {
-			return nil, fmt.Errorf("tools[%d]%s", i, err)
+			return nil, prefixField(fmt.Sprintf("tools[%d]", i), err)
 		}
 		if j, dup := seen[t.Name]; dup {
-			return nil, fmt.Errorf("tools[%d].name: %q duplicates tools[%d]; tool names must be unique", i, t.Name, j)
+			return nil, fieldErr(fmt.Sprintf("tools[%d].name", i), "%q duplicates tools[%d]; tool names must be unique", t.Name, j)
 		}
 		seen[t.Name] = i
 		d.Tools = append(d.Tools, t)
@@ -126,10 +126,10 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 	for i, wf := range w.Feeds {
 		f, err := decodeFeed(wf)
 		if err != nil {
-			return nil, fmt.Errorf("feeds[%d]%s", i, err)
+			return nil, prefixField(fmt.Sprintf("feeds[%d]", i), err)
 		}
 		if j, dup := feedSeen[f.Name]; dup {
-			return nil, fmt.Errorf("feeds[%d].name: %q duplicates feeds[%d]; feed names must be unique", i, f.Name, j)
+			return nil, fieldErr(fmt.Sprintf("feeds[%d].name", i), "%q duplicates feeds[%d]; feed names must be unique", f.Name, j)
 		}
 		feedSeen[f.Name] = i
 		d.Feeds = append(d.Feeds, f)
@@ -140,10 +140,10 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 			method = "GET"
 		}
 		if !validMethod(method) && method != "HEAD" && method != "OPTIONS" {
-			return nil, fmt.Errorf("endpoints[%d].method: %q is not an HTTP method", i, we.Method)
+			return nil, fieldErr(fmt.Sprintf("endpoints[%d].method", i), "%q is not an HTTP method", we.Method)
 		}
 		if !strings.HasPrefix(we.Path, "/") {
-			return nil, fmt.Errorf("endpoints[%d].path: %q must start with /", i, we.Path)
+			return nil, fieldErr(fmt.Sprintf("endpoints[%d].path", i), "%q must start with /", we.Path)
 		}
 		d.Endpoints = append(d.Endpoints, Endpoint{Method: method, Path: we.Path, Description: we.Description})
 	}
@@ -168,13 +168,13 @@ func decodeMCP(w *wireMCP) (*MCP, error) {
 	case "", TransportStreamableHTTP, "http", "streamable-http":
 		m.Transport = TransportStreamableHTTP
 	default:
-		return nil, fmt.Errorf("mcp.transport: %q is not supported; use %q (wrap stdio servers with claw-mcp-stdio)", w.Transport, TransportStreamableHTTP)
+		return nil, fieldErr("mcp.transport", "%q is not supported; use %q (wrap stdio servers with claw-mcp-stdio)", w.Transport, TransportStreamableHTTP)
 	}
 	if m.Path == "" {
 		m.Path = DefaultMCPPath
 	}
 	if !strings.HasPrefix(m.Path, "/") {
-		return nil, fmt.Errorf("mcp.path: %q must start with /", w.Path)
+		return nil, fieldErr("mcp.path", "%q must start with /", w.Path)
 	}
 	return m, nil
 }
@@ -186,48 +186,48 @@ func decodeTool(w wireTool, viaMCP bool) (Tool, error) {
 		TimeoutMS: w.TimeoutMS, Retry: w.Retry,
 	}
 	if w.Name == "" {
-		return t, errors.New(".name: required")
+		return t, fieldErr(".name", "required")
 	}
 	if !manifest.ValidToolName(w.Name) {
-		return t, fmt.Errorf(".name: %q must match [a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}", w.Name)
+		return t, fieldErr(".name", "%q must match [a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}", w.Name)
 	}
 	if err := checkSchema(w.InputSchema, true); err != nil {
-		return t, fmt.Errorf(" (%s).inputSchema: %v", w.Name, err)
+		return t, fieldErr(".inputSchema", "%v (tool %q)", err, w.Name)
 	}
 	t.InputSchema = compactJSON(w.InputSchema)
 	if len(bytes.TrimSpace(w.OutputSchema)) > 0 && !bytes.Equal(bytes.TrimSpace(w.OutputSchema), []byte("null")) {
 		if err := checkSchema(w.OutputSchema, false); err != nil {
-			return t, fmt.Errorf(" (%s).outputSchema: %v", w.Name, err)
+			return t, fieldErr(".outputSchema", "%v (tool %q)", err, w.Name)
 		}
 		t.OutputSchema = compactJSON(w.OutputSchema)
 	}
 	if w.TimeoutMS < 0 {
-		return t, fmt.Errorf(" (%s).timeout_ms: must be >= 0", w.Name)
+		return t, fieldErr(".timeout_ms", "must be >= 0 (tool %q)", w.Name)
 	}
 	if w.Retry != nil && (w.Retry.MaxAttempts < 1 || w.Retry.MaxAttempts > 10) {
-		return t, fmt.Errorf(" (%s).retry.max_attempts: must be between 1 and 10", w.Name)
+		return t, fieldErr(".retry.max_attempts", "must be between 1 and 10 (tool %q)", w.Name)
 	}
 	if w.Retry != nil && w.Retry.Backoff != "" && w.Retry.Backoff != "exponential" && w.Retry.Backoff != "fixed" {
-		return t, fmt.Errorf(" (%s).retry.backoff: %q must be \"exponential\" or \"fixed\"", w.Name, w.Retry.Backoff)
+		return t, fieldErr(".retry.backoff", "%q must be \"exponential\" or \"fixed\" (tool %q)", w.Retry.Backoff, w.Name)
 	}
 	if w.HTTP == nil {
 		if !viaMCP {
-			return t, fmt.Errorf(" (%s).http: required (or declare a top-level \"mcp\" endpoint): add {\"method\": \"GET\", \"path\": \"/...\"}", w.Name)
+			return t, fieldErr(".http", "required (or declare a top-level \"mcp\" endpoint): add {\"method\": \"GET\", \"path\": \"/...\"} (tool %q)", w.Name)
 		}
 		return t, nil
 	}
 	method := strings.ToUpper(strings.TrimSpace(w.HTTP.Method))
 	if !validMethod(method) {
-		return t, fmt.Errorf(" (%s).http.method: %q must be GET, POST, PUT, PATCH or DELETE", w.Name, w.HTTP.Method)
+		return t, fieldErr(".http.method", "%q must be GET, POST, PUT, PATCH or DELETE (tool %q)", w.HTTP.Method, w.Name)
 	}
 	if !strings.HasPrefix(w.HTTP.Path, "/") {
-		return t, fmt.Errorf(" (%s).http.path: %q must start with /", w.Name, w.HTTP.Path)
+		return t, fieldErr(".http.path", "%q must start with / (tool %q)", w.HTTP.Path, w.Name)
 	}
 	if err := checkPlaceholders(w.HTTP.Path); err != nil {
-		return t, fmt.Errorf(" (%s).http.path: %v", w.Name, err)
+		return t, fieldErr(".http.path", "%v (tool %q)", err, w.Name)
 	}
 	if w.HTTP.Body != "" && w.HTTP.Body != "json" {
-		return t, fmt.Errorf(" (%s).http.body: %q is not supported; use \"json\"", w.Name, w.HTTP.Body)
+		return t, fieldErr(".http.body", "%q is not supported; use \"json\" (tool %q)", w.HTTP.Body, w.Name)
 	}
 	t.HTTP = &HTTPCall{Method: method, Path: w.HTTP.Path, Body: w.HTTP.Body, BodyKey: w.HTTP.BodyKey}
 	return t, nil
@@ -236,17 +236,17 @@ func decodeTool(w wireTool, viaMCP bool) (Tool, error) {
 func decodeFeed(w wireFeed) (Feed, error) {
 	f := Feed{Name: w.Name, Path: w.Path, Description: w.Description}
 	if w.Name == "" {
-		return f, errors.New(".name: required")
+		return f, fieldErr(".name", "required")
 	}
 	if !feedNamePattern.MatchString(w.Name) {
-		return f, fmt.Errorf(".name: %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", w.Name)
+		return f, fieldErr(".name", "%q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", w.Name)
 	}
 	if !strings.HasPrefix(w.Path, "/") {
-		return f, fmt.Errorf(" (%s).path: %q must start with /", w.Name, w.Path)
+		return f, fieldErr(".path", "%q must start with / (feed %q)", w.Path, w.Name)
 	}
 	if w.TTL != nil {
 		if *w.TTL < 0 {
-			return f, fmt.Errorf(" (%s).ttl: must be >= 0 seconds", w.Name)
+			return f, fieldErr(".ttl", "must be >= 0 seconds (feed %q)", w.Name)
 		}
 		f.TTL = *w.TTL
 	}
@@ -265,7 +265,7 @@ func decodeSkill(raw json.RawMessage) (string, error) {
 			Path string `json:"path"`
 		}
 		if json.Unmarshal(raw, &obj) != nil || obj.Path == "" {
-			return "", errors.New(`skill: must be a path string such as "skills/service.md"`)
+			return "", fieldErr("skill", `must be a path string such as "skills/service.md"`)
 		}
 		s = obj.Path
 	}
@@ -274,7 +274,7 @@ func decodeSkill(raw json.RawMessage) (string, error) {
 	}
 	clean := path.Clean(strings.TrimPrefix(s, "./"))
 	if clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsRune(s, 0) {
-		return "", fmt.Errorf("skill: %q must not leave the descriptor's directory", s)
+		return "", fieldErr("skill", "%q must not leave the descriptor's directory", s)
 	}
 	return s, nil
 }
@@ -289,11 +289,11 @@ func decodeAuth(w *wireAuth) (*Auth, error) {
 		return a, nil
 	case AuthBearer:
 		if !envNamePattern.MatchString(a.Env) {
-			return nil, fmt.Errorf("auth.env: %q must name the environment variable holding the bearer token", w.Env)
+			return nil, fieldErr("auth.env", "%q must name the environment variable holding the bearer token", w.Env)
 		}
 		return a, nil
 	default:
-		return nil, fmt.Errorf("auth.type: %q must be \"bearer\" or \"none\"", w.Type)
+		return nil, fieldErr("auth.type", "%q must be \"bearer\" or \"none\"", w.Type)
 	}
 }
 

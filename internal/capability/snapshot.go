@@ -3,7 +3,6 @@ package capability
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -40,7 +39,7 @@ func ParseToolsSnapshot(data []byte) (*Descriptor, error) {
 			tools = obj.Result.Tools
 		}
 		if tools == nil {
-			return nil, errors.New(`tools: required; a snapshot holds the "tools" array of an MCP tools/list result`)
+			return nil, fieldErr("tools", `required; a snapshot holds the "tools" array of an MCP tools/list result`)
 		}
 	}
 	d := &Descriptor{Version: 2, MCP: &MCP{Transport: TransportStreamableHTTP, Path: DefaultMCPPath}}
@@ -56,10 +55,10 @@ func ParseToolsSnapshot(data []byte) (*Descriptor, error) {
 		wt.HTTP = nil // MCP snapshots carry no HTTP execution
 		t, err := decodeTool(wt, true)
 		if err != nil {
-			return nil, fmt.Errorf("tools[%d]%s", i, err)
+			return nil, prefixField(fmt.Sprintf("tools[%d]", i), err)
 		}
 		if j, dup := seen[t.Name]; dup {
-			return nil, fmt.Errorf("tools[%d].name: %q duplicates tools[%d]; tool names must be unique", i, t.Name, j)
+			return nil, fieldErr(fmt.Sprintf("tools[%d].name", i), "%q duplicates tools[%d]; tool names must be unique", t.Name, j)
 		}
 		seen[t.Name] = i
 		d.Tools = append(d.Tools, t)

@@ -169,7 +169,12 @@ func parseDescriptorBytes(service, kind, loc string, data []byte) (*ServiceDescr
 		d, err = capability.ParseDescriptor(data)
 	}
 	if err != nil {
-		return nil, &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (see spec 000 §1 for the claw.describe v2 shape)"}
+		e := &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (see spec 000 §1 for the claw.describe v2 shape)"}
+		var fe *capability.FieldError
+		if errors.As(err, &fe) {
+			e.Key, e.Problem = fe.Field, "invalid descriptor: "+fe.Problem
+		}
+		return nil, e
 	}
 	sd := &ServiceDescriptor{Service: service, Descriptor: d, Kind: kind, Location: loc}
 	var meta struct {
