@@ -53,7 +53,7 @@ func TestImageDescriptorLookup(t *testing.T) {
 			files: map[string]string{"/srv/describe.json": imageDescriptor, "/srv/docs/skill.md": "# from label dir\n"}},
 		"baked": {labels: map[string]string{},
 			files: map[string]string{"/.claw-describe.json": imageDescriptor, "/docs/skill.md": "# baked\n"}},
-		"mcp": {files: map[string]string{"/.claw-tools.json": `{"tools":[{"name":"ping","inputSchema":{"type":"object"}}]}`}},
+		"mcp":          {files: map[string]string{"/.claw-tools.json": `{"tools":[{"name":"ping","inputSchema":{"type":"object"}}]}`}},
 		"broken-label": {labels: map[string]string{DescribeLabel: "/nope.json"}},
 	}
 	for _, tc := range []struct{ image, kind, skill, err string }{
