@@ -1,4 +1,4 @@
-package modelsim
+package sdkcompat
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/clawdapus/clawgo/internal/modelsim"
 )
 
 // sdkScript drives a two-step tool conversation addressed by canonical
@@ -41,13 +43,13 @@ rules:
     reply: {text: Nothing scripted for that.}
 `
 
-func startSim(t *testing.T, script string) (*Server, string) {
+func startSim(t *testing.T, script string) (*modelsim.Server, string) {
 	t.Helper()
-	sc, err := ParseScript([]byte(script))
+	sc, err := modelsim.ParseScript([]byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Options{Script: sc, Now: func() time.Time { return time.Unix(1_800_000_000, 0) }})
+	srv, err := modelsim.NewServer(modelsim.Options{Script: sc, Now: func() time.Time { return time.Unix(1_800_000_000, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}

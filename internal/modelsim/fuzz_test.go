@@ -1,0 +1,81 @@
+package modelsim
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzParseScript(f *testing.F) {
+	f.Add([]byte(sdkScript))
+	f.Add([]byte(matchScript))
+	f.Add([]byte(`{"rules":[{"reply":{"tool_calls":[{"name":"a","arguments":"{}"}]}}]}`))
+	f.Add([]byte("rules: [{reply: {error: {status: 503, message: x}}}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := ParseScript(data)
+		if err != nil {
+			return
+		}
+		// A script that loads must be able to answer without panicking.
+		conv := &Conversation{Format: FormatOpenAI, Model: "m", LastUserText: "x", Tools: []string{"a__b"}}
+		if r := sc.Match(conv); r != nil && r.Reply.Error == nil {
+			srv := &Server{}
+			a := srv.makeAnswer(conv, r)
+			if a.Text == "" && len(a.Calls) == 0 {
+				t.Fatalf("rule %q answered nothing", r.Name)
+			}
+		}
+	})
+}
+
+func FuzzDecodeOpenAI(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"t","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"}],"tools":[{"type":"function","function":{"name":"t"}}],"stream":true,"stream_options":{"include_usage":true}}`))
+	f.Add([]byte(`{"messages":[{"role":"function","name":"f","content":"x"}],"functions":[{"name":"f"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := decodeOpenAI(body)
+		if err != nil {
+			return
+		}
+		checkConversation(t, c)
+	})
+}
+
+func FuzzDecodeAnthropic(f *testing.F) {
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+	f.Add([]byte(`{"model":"m","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"tool_use","id":"u1","name":"t","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"u1","content":[{"type":"text","text":"r"}],"is_error":true}]}],"tools":[{"name":"t"}],"stream":true}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := decodeAnthropic(body)
+		if err != nil {
+			return
+		}
+		checkConversation(t, c)
+	})
+}
+
+// checkConversation runs a decoded request through matching and answering,
+// which must never panic whatever the request held.
+func checkConversation(t *testing.T, c *Conversation) {
+	if c.Messages == 0 {
+		t.Fatal("decoded a request with no messages")
+	}
+	sc := mustParseF(matchScript)
+	sc.Match(c)
+	_ = c.describe()
+	srv := &Server{}
+	for i := range sc.Rules {
+		a := srv.makeAnswer(c, &sc.Rules[i])
+		for _, call := range a.Calls {
+			if call.Name == "" || !strings.HasPrefix(string(call.Args), "{") {
+				t.Fatalf("bad call %+v", call)
+			}
+		}
+	}
+}
+
+func mustParseF(s string) *Script {
+	sc, err := ParseScript([]byte(s))
+	if err != nil {
+		panic(err)
+	}
+	return sc
+}
