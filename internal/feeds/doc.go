@@ -40,6 +40,28 @@
 // A body that is not a JSON object of the expected shape is left unchanged
 // for the provider to reject.
 //
+// # Blocks
+//
+// The injected text is Preface, then one block per feed in manifest order,
+// separated by blank lines:
+//
+//	--- BEGIN FEED: fleet-alerts (from claw-api, refreshed 2026-03-19T14:32:00Z) ---
+//	Fleet nominal. 7 agents healthy. No alerts.
+//	--- END FEED: fleet-alerts ---
+//
+// refreshed is the frontmatter's refreshed time when given, else when cllama
+// fetched the body. A JSON body (by media type, or a text body that parses
+// as an object or array) is shown in a ```json fence, a longer fence when
+// the JSON holds backticks. A content line that looks like a BEGIN/END FEED
+// line is indented by one space, so a service cannot forge frames. Every
+// note the model should see (stale warning, truncation, omission, the
+// unavailable placeholder) is a bracketed line inside the block.
+//
+// FeedCap bounds each feed's content; TotalCap bounds the whole text. When
+// the total would be exceeded, earlier feeds keep their content first, a
+// feed that no longer fits whole is cut, and the feeds after it show only
+// "[content omitted: ...]"; every feed keeps its frame.
+//
 // # Failure never fails the request
 //
 // A feed that cannot be fetched (transport error, timeout, non-2xx status)
