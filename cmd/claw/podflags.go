@@ -51,6 +51,7 @@ func compileAndWrite(ctx context.Context, f *Factory, o *BuildOptions) (*compile
 	opts := compile.Options{CllamaImage: o.CllamaImage}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()
+		opts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", msg) }
 	}
 	res, err := compile.Build(ctx, p, opts)
 	if err != nil {

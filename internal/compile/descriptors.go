@@ -131,6 +131,9 @@ func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*Servi
 	candidates = append(candidates,
 		struct{ kind, path string }{SourceImage, "/" + DescribeFileName},
 		struct{ kind, path string }{SourceImage, "/" + ToolsSnapshotName})
+	if b.opts.Progress != nil {
+		b.opts.Progress(fmt.Sprintf("reading the descriptor of %s from image %s", svc.Name, image))
+	}
 	for _, c := range candidates {
 		data, err := b.opts.Images.ReadFile(ctx, image, c.path)
 		if errors.Is(err, ErrNotInImage) {

@@ -34,6 +34,8 @@ type Options struct {
 	CllamaImage string
 	// Rand is the token entropy source; default crypto/rand.Reader.
 	Rand io.Reader
+	// Progress, when set, is told about slow steps (reading images).
+	Progress func(msg string)
 	// KeepTokens, when non-nil, supplies previous tokens by agent id instead
 	// of reading them from the pod directory (tests).
 	KeepTokens map[string]string
