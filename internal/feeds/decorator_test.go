@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -729,5 +730,22 @@ func TestDecorateSystemShapes(t *testing.T) {
 		if string(x.Original) != c.in {
 			t.Errorf("Original modified: %s", x.Original)
 		}
+	}
+}
+
+// TestStalledBody: a service that sends its headers and then stalls is cut
+// off by the per-fetch timeout, which covers the body too.
+func TestStalledBody(t *testing.T) {
+	svc := newFeedService(t)
+	svc.handle("/p", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "partial")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	})
+	d := New(Options{Timeout: 100 * time.Millisecond})
+	agent := &agentctx.Agent{ID: "a1", Feeds: []manifest.Feed{svc.feed("p", "/p", 60)}}
+	c := content(block(t, decorate(t, d, exchange.OpenAI, agent), "p"))
+	if c != "[FEED UNAVAILABLE: the feed service did not answer within 100ms, and no earlier content is cached. Do not assume any values for this feed.]" {
+		t.Errorf("content: %q", c)
 	}
 }
