@@ -394,4 +394,3 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 	}
 	return p, nil
 }
-
