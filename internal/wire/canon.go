@@ -74,11 +74,25 @@ func String(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", true
 	}
+	// Fast path: a plain string without escapes, the common case for
+	// message content, needs no decoder.
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && plain(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
 	}
 	return s, true
+}
+
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // Bool decodes a raw JSON bool member; absent or null gives false.

@@ -14,6 +14,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"sort"
 )
 
 // Format is one provider wire format. Implementations are stateless and safe
@@ -76,25 +77,62 @@ type Request struct {
 	IncludeUsage bool
 }
 
-// Encode renders the request as JSON.
+// Encode renders the request as JSON. Members and messages are raw JSON
+// already (decoded by a parser or built by json.Marshal), so they are
+// copied as they are instead of being re-validated by encoding/json: on a
+// long transcript that is most of the proxy's own cost per round.
 func (r *Request) Encode() ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(r.Fields)+2)
+	keys := make([]string, 0, len(r.Fields))
+	size := 64
 	for k, v := range r.Fields {
-		out[k] = v
+		if k == "messages" || k == "tools" {
+			continue
+		}
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
 	}
-	msgs, err := json.Marshal(r.Messages)
-	if err != nil {
-		return nil, err
+	sort.Strings(keys)
+	for _, m := range r.Messages {
+		size += len(m) + 1
 	}
-	out["messages"] = msgs
-	if len(r.Tools) > 0 {
-		tools, err := json.Marshal(r.Tools)
+	for _, t := range r.Tools {
+		size += len(t) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for _, k := range keys {
+		v := r.Fields[k]
+		if len(v) == 0 {
+			continue
+		}
+		kq, err := json.Marshal(k)
 		if err != nil {
 			return nil, err
 		}
-		out["tools"] = tools
+		b = append(b, kq...)
+		b = append(b, ':')
+		b = append(b, v...)
+		b = append(b, ',')
 	}
-	return json.Marshal(out)
+	b = appendArray(append(b, `"messages":`...), r.Messages)
+	if len(r.Tools) > 0 {
+		b = appendArray(append(b, `,"tools":`...), r.Tools)
+	}
+	return append(b, '}'), nil
+}
+
+func appendArray(b []byte, items []json.RawMessage) []byte {
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(it) == 0 {
+			it = json.RawMessage("null")
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
 }
 
 // Call is one tool call of a model response.

@@ -1,0 +1,103 @@
+package mediate
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+)
+
+// The benchmarks measure the proxy's own cost: upstream answers come from
+// memory and the Runner answers at once, so what is timed is parsing,
+// continuity hashing, presentation, encoding, the loop and the response.
+
+type instantRunner struct{}
+
+func (instantRunner) Run(context.Context, toolexec.Call) toolexec.Envelope {
+	return toolexec.Envelope{OK: true, Data: []byte(`{"balance":50000,"positions":[{"symbol":"ABC","qty":10}]}`)}
+}
+
+// transcript is a 200-message conversation.
+func transcript(n int) []tmsg {
+	var out []tmsg
+	line := strings.Repeat("portfolio context and a question about positions ", 4)
+	for i := 0; len(out) < n; i++ {
+		out = append(out, tmsg{Role: "user", Text: fmt.Sprintf("%d: %s", i, line)})
+		if len(out) < n {
+			out = append(out, tmsg{Role: "assistant", Text: fmt.Sprintf("answer %d: %s", i, line)})
+		}
+	}
+	return out
+}
+
+func benchMediate(b *testing.B, k kit, rounds int, stream bool) {
+	schema := []byte(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	tools := &manifest.Tools{Version: 1, Policy: manifest.DefaultPolicy()}
+	for i := range 8 {
+		tools.Tools = append(tools.Tools, manifest.Tool{Name: fmt.Sprintf("svc.tool%d", i), Description: "a tool", InputSchema: schema,
+			Execution: manifest.Execution{Transport: "http", Service: "svc", BaseURL: "http://svc", Method: "POST", Path: "/x"}})
+	}
+	agent := &agentctx.Agent{ID: "bench-0", Tools: tools}
+	var script [][]byte
+	for i := range rounds {
+		script = append(script, k.upstreamResponse(step{Calls: []tcall{call(fmt.Sprintf("c%d", i), "svc__tool1", fmt.Sprintf(`{"q":"%d"}`, i))}, Usage: u(100, 10)}, i))
+	}
+	script = append(script, k.upstreamResponse(step{Text: strings.Repeat("final answer text ", 40), Usage: u(100, 50)}, rounds))
+	body := k.runnerRequest(transcript(200), []string{"shell", "read_file", "write_file"}, stream, nil)
+	m := New(Options{Runner: instantRunner{}})
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		n := 0
+		x := &exchange.Exchange{ID: "r", Agent: agent, Format: k.format(), Model: "p/m", Stream: stream, Original: body, Body: body,
+			Send: func(ctx context.Context, _ []byte) (*http.Response, error) {
+				r := &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(script[n]))}
+				n++
+				return r, nil
+			}}
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, k.path(), nil)
+		m.Mediate(w, r, x)
+		if w.Code != 200 {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+	// CPU time is what the proxy spends; wall time on a shared machine
+	// also measures its neighbours.
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkMediate reports the cost of a request with a 200-message
+// transcript and 0, 1 and 4 hidden rounds; the per-round cost is the
+// difference divided by the rounds.
+func BenchmarkMediate(b *testing.B) {
+	for _, k := range kits {
+		for _, stream := range []bool{false, true} {
+			for _, rounds := range []int{0, 1, 4} {
+				b.Run(fmt.Sprintf("%s/stream=%v/rounds=%d", k.format(), stream, rounds), func(b *testing.B) { benchMediate(b, k, rounds, stream) })
+			}
+		}
+	}
+}
