@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,10 +230,23 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "rules": len(s.script.Load().Rules)})
 }
 
-func (s *Server) serveRequests(w http.ResponseWriter, _ *http.Request) {
-	recs := s.Requests()
-	if recs == nil {
-		recs = []Record{}
+// serveRequests lists the kept records; ?since=N keeps only those with a
+// sequence number above N, so a test can poll for what is new.
+func (s *Server) serveRequests(w http.ResponseWriter, r *http.Request) {
+	since := 0
+	if v := r.URL.Query().Get("since"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			http.Error(w, "since must be a non-negative integer", http.StatusBadRequest)
+			return
+		}
+		since = n
+	}
+	recs := []Record{}
+	for _, rec := range s.Requests() {
+		if rec.Seq > since {
+			recs = append(recs, rec)
+		}
 	}
 	writeJSON(w, http.StatusOK, recs)
 }

@@ -184,6 +184,13 @@ func TestRequestsEndpointAndLog(t *testing.T) {
 	if len(recs) != 2 || recs[0].LastUserText != "two" || recs[1].Seq != 3 || recs[1].System != "FEED" || !json.Valid(recs[1].Body) {
 		t.Fatalf("records %s", rec.buf.Bytes())
 	}
+	rec = do("GET", "/requests?since=2", "")
+	if err := json.Unmarshal(rec.buf.Bytes(), &recs); err != nil || len(recs) != 1 || recs[0].Seq != 3 {
+		t.Fatalf("since=2: %s", rec.buf.Bytes())
+	}
+	if rec := do("GET", "/requests?since=x", ""); rec.status != http.StatusBadRequest {
+		t.Fatalf("since=x: %d", rec.status)
+	}
 	if lines := strings.Count(log.b.String(), "\n"); lines != 3 {
 		t.Fatalf("request log has %d lines", lines)
 	}
