@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -51,6 +52,9 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	res, err := compileAndWrite(ctx, f, &opts.BuildOptions)
 	if err != nil {
 		return err
+	}
+	if len(res.Pod.Unrunnable) > 0 {
+		return fmt.Errorf("%s: services %s have neither image nor build; give each an image (or a build context) to run the pod", res.Pod.File, strings.Join(res.Pod.Unrunnable, ", "))
 	}
 	for _, a := range res.Agents {
 		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s)\n", a.ID, len(a.Tools), len(a.Feeds))

@@ -108,7 +108,7 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent) ([]byte, err
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
-	if err := validateCompose(ctx, b.pod.Dir, buf.Bytes()); err != nil {
+	if err := validateCompose(ctx, b.pod.Dir, buf.Bytes(), len(b.pod.Unrunnable) == 0); err != nil {
 		return nil, fmt.Errorf("%s does not load back with compose-go (a claw bug; please report it): %w", GeneratedFile, err)
 	}
 	return buf.Bytes(), nil
@@ -337,7 +337,7 @@ func deepCopyValue(v any) any {
 }
 
 // validateCompose loads the generated file back with compose-go.
-func validateCompose(ctx context.Context, dir string, data []byte) error {
+func validateCompose(ctx context.Context, dir string, data []byte, consistency bool) error {
 	_, err := loader.LoadWithContext(ctx, types.ConfigDetails{
 		WorkingDir:  dir,
 		ConfigFiles: []types.ConfigFile{{Filename: GeneratedFile, Content: data}},
@@ -346,6 +346,7 @@ func validateCompose(ctx context.Context, dir string, data []byte) error {
 		o.SetProjectName("claw-validate", true)
 		o.SkipResolveEnvironment = true
 		o.ResolvePaths = false
+		o.SkipConsistencyCheck = !consistency
 	})
 	return err
 }

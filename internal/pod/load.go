@@ -49,6 +49,9 @@ type Pod struct {
 	Services map[string]*Service
 	// Warnings are non-fatal findings (unknown keys, …).
 	Warnings []string
+	// Unrunnable lists services with neither image nor build: the pod
+	// compiles, but Docker cannot run it.
+	Unrunnable []string
 }
 
 // Service is one compose service and its decoded x-claw block.
@@ -87,22 +90,27 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 			}
 		}
 	}
-	po, err := cli.NewProjectOptions([]string{abs},
-		cli.WithWorkingDirectory(dir),
-		cli.WithEnv(opts.Env),
-		cli.WithEnvFiles(),
-		cli.WithDotEnv,
-		cli.WithProfiles(profiles),
-		cli.WithResolvedPaths(true),
-	)
-	if err != nil {
-		return nil, &Error{File: file, Problem: err.Error(), Fix: "check the .env file and the pod file's compose syntax"}
+	project, err := loadProject(ctx, abs, dir, opts.Env, profiles, true)
+	var unrunnable []string
+	if err != nil && strings.Contains(err.Error(), "has neither an image nor a build context") {
+		// Compile what the operator wrote (spec snippets often omit images);
+		// Unrunnable tells `claw up` to refuse.
+		project, err = loadProject(ctx, abs, dir, opts.Env, profiles, false)
+		if err == nil {
+			for _, n := range sortedServiceNames(project) {
+				if sc := project.Services[n]; sc.Image == "" && sc.Build == nil {
+					unrunnable = append(unrunnable, n)
+				}
+			}
+		}
 	}
-	project, err := po.LoadProject(ctx)
 	if err != nil {
 		return nil, &Error{File: file, Problem: err.Error(), Fix: "correct the compose syntax (the file must load with `docker compose config`)"}
 	}
-	p := &Pod{File: file, Dir: dir, Project: project, Services: map[string]*Service{}}
+	p := &Pod{File: file, Dir: dir, Project: project, Services: map[string]*Service{}, Unrunnable: unrunnable}
+	for _, n := range unrunnable {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: service %q has neither image nor build; `claw up` needs one", file, n))
+	}
 	claw, warns, err := DecodePodClaw(file, project.Extensions[ExtensionKey])
 	if err != nil {
 		return nil, err
@@ -150,4 +158,20 @@ func sortedServiceNames(project *types.Project) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+func loadProject(ctx context.Context, abs, dir string, env, profiles []string, consistency bool) (*types.Project, error) {
+	po, err := cli.NewProjectOptions([]string{abs},
+		cli.WithWorkingDirectory(dir),
+		cli.WithEnv(env),
+		cli.WithEnvFiles(),
+		cli.WithDotEnv,
+		cli.WithProfiles(profiles),
+		cli.WithResolvedPaths(true),
+		cli.WithConsistency(consistency),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return po.LoadProject(ctx)
 }
