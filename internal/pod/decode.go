@@ -239,6 +239,10 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 		return nil, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)")
 	}
 	if !c.CllamaEnabled() {
+		if _, ok := m["memory"]; ok {
+			// Spec 000 "Shipped": tools and memory without cllama are hard errors.
+			return nil, d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama")
+		}
 		if c.HasTools {
 			return nil, d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama")
 		}

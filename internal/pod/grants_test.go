@@ -106,6 +106,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"not a mapping", `[1]`, "x-claw", "must be a mapping"},
 		{"tools without cllama", `tools: [api]`, "x-claw.tools", "need the cllama proxy"},
 		{"feeds without cllama", `feeds: [a]`, "x-claw.feeds", "cllama"},
+		{"memory without cllama", `memory: {}`, "x-claw.memory", "cllama"},
 		{"policy without cllama", `tool-policy: {max-rounds: 2}`, "x-claw.tool-policy", "cllama"},
 		{"spread twice", "cllama: p\ntools: ['...', '...']", "x-claw.tools[1]", "appears twice"},
 		{"feeds spread twice", "cllama: p\nfeeds: ['...', '...']", "x-claw.feeds[1]", "appears twice"},
