@@ -300,3 +300,16 @@ func (h *harness) post(ctx context.Context, body []byte) *http.Response {
 	h.t.Cleanup(func() { res.Body.Close() })
 	return res
 }
+
+// waitEntries waits until n history entries are recorded: the Mediator
+// records after the last byte reached the runner.
+func (h *harness) waitEntries(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.hist.all()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d history entries, want %d", len(h.hist.all()), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

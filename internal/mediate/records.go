@@ -14,6 +14,7 @@ import (
 // over every model call with total_rounds, and the per-round trace.
 // Failed turns are recorded too.
 func (m *Mediator) record(t *turn, out outcome) {
+	m.auditOutcome(t, out)
 	if m.opt.History == nil {
 		return
 	}
@@ -48,6 +49,24 @@ func (m *Mediator) record(t *turn, out outcome) {
 	if err := m.opt.History.Append(e); err != nil {
 		m.auditError(x, "session history: "+err.Error())
 	}
+}
+
+// auditOutcome emits the exchange's response or error event; the proxy
+// has already emitted its request event (internal/proxy Options.Mediator).
+func (m *Mediator) auditOutcome(t *turn, out outcome) {
+	x := t.x
+	e := audit.Event{ClawID: x.Agent.ID, RequestID: x.ID, Format: string(x.Format), Model: x.Model, Stream: x.Stream,
+		Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
+		TokensIn: audit.Ptr(t.usage.Input), TokensOut: audit.Ptr(t.usage.Output)}
+	if !x.Start.IsZero() {
+		e.LatencyMS = audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())
+	}
+	if out.fail != nil {
+		e.Type, e.StatusCode, e.Error = audit.TypeError, out.fail.status, out.fail.msg
+	} else {
+		e.Type, e.StatusCode = audit.TypeResponse, http.StatusOK
+	}
+	m.opt.Audit.Emit(e)
 }
 
 // auditError reports a recording failure; it never fails the request.

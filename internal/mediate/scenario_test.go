@@ -67,6 +67,15 @@ var scenarios = []scenario{
 			if e.Status != "ok" || e.Usage.TotalRounds != 1 || len(e.ToolTrace) != 0 {
 				t.Errorf("history = %+v", e)
 			}
+			var resp []audit.Event
+			for _, ev := range h.audit.events() {
+				if ev.Type == audit.TypeResponse {
+					resp = append(resp, ev)
+				}
+			}
+			if len(resp) != 1 || !resp[0].Mediated || resp[0].StatusCode != 200 || *resp[0].TokensIn != 10 || *resp[0].ToolsCount != 4 {
+				t.Errorf("response audit = %+v", resp)
+			}
 		},
 	},
 	{
@@ -277,6 +286,9 @@ var scenarios = []scenario{
 			if e := lastEntry(t, h); e.Status != "error" || e.StatusCode != 502 || len(e.ToolTrace) != 2 {
 				t.Errorf("history = %+v", e)
 			}
+			if ev := h.audit.events(); ev[len(ev)-1].Type != audit.TypeError || ev[len(ev)-1].StatusCode != 502 {
+				t.Errorf("last audit event = %+v", ev[len(ev)-1])
+			}
 		},
 	},
 	{
@@ -378,6 +390,8 @@ func runScenario(t *testing.T, k kit, sc scenario, stream bool) {
 		r.body, _ = io.ReadAll(res.Body)
 	}
 	r.up = h.up.requests()
+	// The Mediator records after the runner has its answer.
+	h.waitEntries(t, 1)
 	if sc.check != nil {
 		sc.check(t, h, r)
 	}
