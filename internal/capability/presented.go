@@ -23,9 +23,9 @@ func ValidPresentedName(s string) bool { return presentedPattern.MatchString(s) 
 // The rule, applied in order:
 //  1. the first "." (between service and tool) becomes "__";
 //  2. every other character outside [a-zA-Z0-9_-] becomes "_";
-//  3. if the result is longer than 64 characters it is cut to 55 and
-//     "_" plus the first 8 hex digits of SHA-256(canonical) are appended,
-//     so long names stay distinct.
+//  3. if the result is longer than 64 characters it is cut to 53 and
+//     "_" plus the first 10 hex digits of SHA-256(canonical) are appended,
+//     so long names stay distinct (the same form cllama's mediation uses).
 //
 // For example "trading-api.get_market_context" is presented as
 // "trading-api__get_market_context". The mapping is deterministic; the
@@ -46,7 +46,8 @@ func PresentedName(canonical string) string {
 	}
 	if len(s) > MaxPresentedNameLen {
 		sum := sha256.Sum256([]byte(canonical))
-		s = s[:MaxPresentedNameLen-9] + "_" + hex.EncodeToString(sum[:4])
+		suffix := "_" + hex.EncodeToString(sum[:5])
+		s = s[:MaxPresentedNameLen-len(suffix)] + suffix
 	}
 	return s
 }
