@@ -102,6 +102,7 @@ func (w *Wrapper) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           w.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return supCtx },
 	}
 	serveErr := make(chan error, 1)

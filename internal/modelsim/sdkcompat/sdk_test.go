@@ -53,9 +53,13 @@ func startSim(t *testing.T, script string) (*modelsim.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, serve(t, srv)
+}
+
+func serve(t *testing.T, srv *modelsim.Server) string {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return srv, hs.URL
+	return hs.URL
 }
 
 func sdkCtx(t *testing.T) context.Context {
