@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Engine runs Docker Compose against a compiled pod. This file is the only
@@ -57,11 +59,18 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, e.cmd[0], full...)
 	cmd.Dir = e.cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, e.cfg.IO.ErrOut
+	// On cancellation (Ctrl-C) let compose stop the pod gracefully: it gets
+	// SIGINT, as from a terminal, and a grace period before it is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = composeGrace
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", strings.Join(e.cmd, " "), strings.Join(args, " "), err)
 	}
 	return nil
 }
+
+// composeGrace is how long compose may take to stop after an interrupt.
+const composeGrace = 30 * time.Second
 
 var projectUnsafe = regexp.MustCompile(`[^a-z0-9_-]+`)
 

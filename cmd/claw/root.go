@@ -107,7 +107,9 @@ runs the pod on Docker Compose with the cllama governance proxy.`,
 // Main runs claw with args and returns the exit code: 0 ok, 1 failure,
 // 2 usage.
 func Main(ctx context.Context, args []string, f *Factory) int {
-	logrus.SetOutput(f.IO.ErrOut) // compose-go's warnings (unset variables)
+	// compose-go reports unset variables and the like through logrus.
+	logrus.SetOutput(f.IO.ErrOut)
+	logrus.SetFormatter(warningFormatter{})
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -139,4 +141,11 @@ func maxArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// warningFormatter prints compose-go's log entries as claw warnings.
+type warningFormatter struct{}
+
+func (warningFormatter) Format(e *logrus.Entry) ([]byte, error) {
+	return []byte(e.Level.String() + ": " + e.Message + "\n"), nil
 }

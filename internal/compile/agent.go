@@ -220,7 +220,7 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 	env := sd.Descriptor.Auth.Env
 	val, ok := b.envValue(target, env)
 	if !ok || val == "" {
-		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("variable %s (the bearer token for %q) is not set", env, target), Fix: fmt.Sprintf("set %s in the %q service's environment or in .env, or project a token with x-claw.service-auth on %q", env, target, agentSvc.Name)}
+		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("variable %s (the bearer token for %q) is not set or empty", env, target), Fix: fmt.Sprintf("set %s in the %q service's environment or in .env, or project a token with x-claw.service-auth on %q", env, target, agentSvc.Name)}
 	}
 	sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: val}
 	a.serviceAuth[target] = sa
