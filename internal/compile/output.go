@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -147,6 +148,12 @@ func (o *Output) Write(dir string) error {
 		}
 		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, f.Data) {
 			if st, err := os.Stat(full); err == nil && st.Mode().Perm() == f.Mode {
+				if f.Path == GeneratedFile {
+					// Its mtime says when the pod was last compiled (tools
+					// compare it with the pod file's).
+					now := time.Now()
+					_ = os.Chtimes(full, now, now)
+				}
 				continue
 			}
 		}
