@@ -181,6 +181,38 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	}
 }
 
+func TestClientDisconnectCancelsToolCall(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{keepalive: 10 * time.Millisecond})
+			h.agent.Tools.Tools[1].Execution.TimeoutMS = 0 // svc.slow now waits the policy's 30s
+			h.up.script = []step{{Calls: []tcall{call("c1", slow, `{}`)}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			res := h.post(ctx, k.runnerRequest(hello, nil, true, nil))
+			buf := make([]byte, 16)
+			if _, err := res.Body.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+			for h.svc.count("slow") == 0 { // the call is in flight
+				waitABit()
+			}
+			start := time.Now()
+			cancel()
+			h.waitEntries(t, 1)
+			for h.svc.count("slow-canceled") == 0 && time.Since(start) < 4*time.Second {
+				waitABit()
+			}
+			if h.svc.count("slow-canceled") != 1 || time.Since(start) > 4*time.Second {
+				t.Fatalf("the service call was not canceled")
+			}
+			e := h.hist.all()[0]
+			if e.Status != "error" || len(e.ToolTrace) != 1 || !strings.Contains(string(e.ToolTrace[0].ToolCalls[0].Result), `"ok":false`) {
+				t.Errorf("history %+v", e)
+			}
+		})
+	}
+}
+
 func TestLegacyFunctionsNormalised(t *testing.T) {
 	k := openaiKit{}
 	h := newHarness(t, k, harnessOptions{})

@@ -118,6 +118,9 @@ func newServices(t *testing.T) *services {
 		_, _ = io.ReadAll(r.Body) // lets the server notice a closed connection
 		select {
 		case <-r.Context().Done():
+			s.mu.Lock()
+			s.hits["slow-canceled"]++
+			s.mu.Unlock()
 		case <-time.After(5 * time.Second):
 		}
 	})
@@ -313,3 +316,5 @@ func (h *harness) waitEntries(t *testing.T, n int) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func waitABit() { time.Sleep(10 * time.Millisecond) }

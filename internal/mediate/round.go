@@ -21,7 +21,9 @@ import (
 // detection, spec 002 "Within a single mediated turn…").
 type seenCall struct {
 	round int
-	count int // duplicates seen so far
+	// count is how many repeats were answered so far; the trace's
+	// duplicate_count of a repeat is its ordinal (1 for the first repeat).
+	count int
 }
 
 // runnerGrace is how long past a call's own timeout the loop waits for a

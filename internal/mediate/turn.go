@@ -148,7 +148,7 @@ func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
 		if t.calls == 1 {
 			// The provider refused the runner's own request: relay it as
 			// the passthrough path would.
-			return nil, &failure{status: res.StatusCode, errType: apierror.TypeUpstream, msg: fmt.Sprintf("upstream status %d", res.StatusCode), upstream: raw}
+			return nil, &failure{status: res.StatusCode, errType: apierror.TypeUpstream, msg: fmt.Sprintf("upstream status %d: %s", res.StatusCode, snippet(raw)), upstream: raw}
 		}
 		return nil, internalFailure("upstream returned status %d on call %d of a mediated turn: %s", res.StatusCode, t.calls, snippet(raw))
 	}
