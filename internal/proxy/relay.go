@@ -144,7 +144,13 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	term := terminalDetector{format: x.Format}
 	var readErr error
-	for ev, err := range sse.Parse(resp.Body, 0) {
+	// Events are written without a flush each; src flushes them all just
+	// before the parser waits on the upstream again. Every event thus
+	// reaches the runner before the proxy waits for anything, which is
+	// what "flush each event immediately" buys, without one syscall per
+	// event when the provider sends a burst.
+	src := &flushBeforeRead{r: resp.Body, sw: sw}
+	for ev, err := range sse.Parse(src, 0) {
 		if err != nil {
 			readErr = err
 			break
@@ -156,10 +162,20 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 				asm.observe(ev.Name, ev.Data)
 			}
 		}
-		if err := sw.Raw(ev.Raw); err != nil {
+		if _, err := sw.Write(ev.Raw); err != nil {
 			s.clientGone(x)
 			return
 		}
+		src.pending = true
+	}
+	if src.flushErr != nil {
+		s.clientGone(x)
+		return
+	}
+	// The last burst goes out now, not after history is written.
+	if err := sw.Flush(); err != nil {
+		s.clientGone(x)
+		return
 	}
 	if readErr == nil && !term.done() {
 		readErr = errors.New("upstream closed the stream before it finished")
@@ -258,3 +274,26 @@ func (t *terminalDetector) observe(name string, data []byte) {
 }
 
 func (t *terminalDetector) done() bool { return t.terminal || t.stopped }
+
+// errClientGone ends a relay whose runner stopped reading.
+var errClientGone = errors.New("client stopped reading")
+
+// flushBeforeRead flushes the runner's stream before each read of the
+// upstream body when events were written since the last flush.
+type flushBeforeRead struct {
+	r        io.Reader
+	sw       *sse.Writer
+	pending  bool
+	flushErr error
+}
+
+func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	if f.pending {
+		f.pending = false
+		if err := f.sw.Flush(); err != nil {
+			f.flushErr = err
+			return 0, errClientGone
+		}
+	}
+	return f.r.Read(p)
+}

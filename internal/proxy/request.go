@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/proxy/jsontop"
 )
 
 // requestInfo is what the passthrough path needs from a runner's body: the
@@ -32,57 +34,47 @@ func badRequest(msg string) error { return &errRequest{msg} }
 // same value the provider will read.
 func scanRequest(body []byte) (requestInfo, error) {
 	var info requestInfo
-	if !json.Valid(body) {
+	if !jsontop.Valid(body) {
 		return info, badRequest("request body is not valid JSON")
 	}
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return info, badRequest("request body must be a JSON object")
-	}
-	i = skipSpace(body, i+1)
 	seenModel, seenStream := false, false
-	for i < len(body) && body[i] != '}' {
-		keyStart := i
-		keyEnd := skipString(body, i)
-		key := body[keyStart+1 : keyEnd-1]
-		i = skipSpace(body, keyEnd)
-		i = skipSpace(body, i+1) // ':'
-		valStart := i
-		valEnd := skipValue(body, i)
-		name := string(key)
-		if hasEscape(key) {
-			var s string
-			_ = json.Unmarshal(body[keyStart:keyEnd], &s)
-			name = s
-		}
-		switch name {
-		case "model":
+	var err error
+	isObject := jsontop.Walk(body, func(key []byte, start, end int) bool {
+		switch {
+		case jsontop.KeyEquals(key, "model"):
 			if seenModel {
-				return info, badRequest(`request body has more than one "model" member`)
+				err = badRequest(`request body has more than one "model" member`)
+				return false
 			}
 			seenModel = true
-			if body[valStart] != '"' {
-				return info, badRequest(`"model" must be a string of the form "<provider>/<model>"`)
+			if body[start] != '"' {
+				err = badRequest(`"model" must be a string of the form "<provider>/<model>"`)
+				return false
 			}
-			info.Model = decodeString(body[valStart:valEnd])
-			info.modelStart, info.modelEnd = valStart, valEnd
-		case "stream":
+			info.Model = decodeString(body[start:end])
+			info.modelStart, info.modelEnd = start, end
+		case jsontop.KeyEquals(key, "stream"):
 			if seenStream {
-				return info, badRequest(`request body has more than one "stream" member`)
+				err = badRequest(`request body has more than one "stream" member`)
+				return false
 			}
 			seenStream = true
-			switch string(body[valStart:valEnd]) {
+			switch string(body[start:end]) {
 			case "true":
 				info.Stream = true
 			case "false", "null":
 			default:
-				return info, badRequest(`"stream" must be true or false`)
+				err = badRequest(`"stream" must be true or false`)
+				return false
 			}
 		}
-		i = skipSpace(body, valEnd)
-		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
-		}
+		return true
+	})
+	if !isObject {
+		return info, badRequest("request body must be a JSON object")
+	}
+	if err != nil {
+		return info, err
 	}
 	if !seenModel || info.Model == "" {
 		return info, badRequest(`"model" is required, in the form "<provider>/<model>"`)
@@ -105,57 +97,11 @@ func rewriteModel(body []byte, info requestInfo) []byte {
 	return append(out, body[info.modelEnd:]...)
 }
 
-// The helpers below walk a document json.Valid accepted, so they need not
-// re-check syntax; each returns the index just past what it skipped.
-
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
-}
-
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	default:
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-			i++
-		}
-		return i
-	}
 }
 
 func plainASCII(b []byte) bool {
@@ -165,15 +111,6 @@ func plainASCII(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func hasEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
 }
 
 // decodeString decodes a JSON string literal (quotes included).

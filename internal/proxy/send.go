@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -48,7 +47,6 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.
 	if req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	switch c.route.Auth {
 	case manifest.ProviderAuthBearer:
 		req.Header.Set("Authorization", "Bearer "+c.route.Secret)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sync"
 )
 
 // DefaultMaxEventBytes bounds one event block when the caller gives no limit.
@@ -18,6 +19,11 @@ const DefaultMaxEventBytes = 4 << 20
 var ErrEventTooLarge = errors.New("sse: event exceeds the size limit")
 
 const readChunk = 32 << 10
+
+// Read buffers are pooled: a relay parses one stream per request.
+const maxPooledBuf = 256 << 10
+
+var bufPool sync.Pool
 
 // Parse returns an iterator over the event blocks of r. Every block is
 // yielded, including comment-only blocks (Data empty), so a relay can forward
@@ -35,6 +41,17 @@ func Parse(r io.Reader, maxEventBytes int) iter.Seq2[Event, error] {
 	}
 	return func(yield func(Event, error) bool) {
 		p := parser{r: r, max: maxEventBytes}
+		if bp, ok := bufPool.Get().(*[]byte); ok {
+			p.buf = (*bp)[:0]
+		}
+		// Events alias the buffer only until the next iteration, so once
+		// the iteration ends the buffer can serve the next stream.
+		defer func() {
+			if cap(p.buf) <= maxPooledBuf {
+				b := p.buf[:0]
+				bufPool.Put(&b)
+			}
+		}()
 		for {
 			ev, err := p.next()
 			if err == io.EOF {

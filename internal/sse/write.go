@@ -77,6 +77,16 @@ func (w *Writer) Comment(text string) error {
 	return w.writeFlush(b)
 }
 
+// Write writes p, which must be whole SSE blocks, WITHOUT flushing: it is
+// for relays that forward a burst of events already received and then call
+// Flush before they wait for more (see proxy's relay). Anything else should
+// use Raw, Event or Comment, which flush.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
 // Flush flushes anything buffered by the ResponseWriter.
 func (w *Writer) Flush() error {
 	w.mu.Lock()

@@ -19,6 +19,8 @@ package usage
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/clawdapus/clawgo/internal/proxy/jsontop"
 )
 
 // Usage is a token count pair.
@@ -67,14 +69,17 @@ func deref(p *int) int {
 	return *p
 }
 
-type document struct {
-	Usage   *fields `json:"usage"`
-	Message *struct {
-		Usage *fields `json:"usage"`
-	} `json:"message"`
-}
-
 var usageKey = []byte(`"usage"`)
+
+// decode reads a usage object into u. Finding the member first (package
+// jsontop) and decoding only it costs a fraction of decoding the document.
+func decode(raw []byte, u *Usage) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false // absent, or null
+	}
+	var f fields
+	return json.Unmarshal(raw, &f) == nil && f.apply(u)
+}
 
 // FromJSON returns the usage of a non-streaming response body of either
 // format. ok is false when the body carries no usage (or is not JSON).
@@ -82,12 +87,11 @@ func FromJSON(body []byte) (u Usage, ok bool) {
 	if !bytes.Contains(body, usageKey) {
 		return Usage{}, false
 	}
-	var d document
-	if json.Unmarshal(body, &d) != nil {
+	raw, _ := jsontop.Find(body, "usage")
+	if !decode(raw, &u) {
 		return Usage{}, false
 	}
-	ok = d.Usage.apply(&u)
-	return u, ok
+	return u, true
 }
 
 // Stream accumulates usage over the events of one stream. The zero value is
@@ -97,22 +101,18 @@ type Stream struct {
 	ok bool
 }
 
-// Observe looks at one event's data. Events without a usage object are
-// skipped without decoding, so the cost on plain text deltas is one scan.
+// Observe looks at one event's data. Events that do not mention usage are
+// skipped after one scan; others have only their usage member decoded.
 func (s *Stream) Observe(data []byte) {
 	if !bytes.Contains(data, usageKey) {
 		return
 	}
-	var d document
-	if json.Unmarshal(data, &d) != nil {
-		return
+	if msg, ok := jsontop.Find(data, "message"); ok { // Anthropic message_start
+		raw, _ := jsontop.Find(msg, "usage")
+		s.ok = decode(raw, &s.u) || s.ok
 	}
-	if d.Message != nil && d.Message.Usage.apply(&s.u) {
-		s.ok = true // Anthropic message_start
-	}
-	if d.Usage.apply(&s.u) {
-		s.ok = true
-	}
+	raw, _ := jsontop.Find(data, "usage")
+	s.ok = decode(raw, &s.u) || s.ok
 }
 
 // Usage returns the counts seen so far; ok is false when no event carried

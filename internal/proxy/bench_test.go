@@ -1,0 +1,232 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+)
+
+// The benchmarks measure what cllama adds to a request: the same request
+// is sent straight to a local fake provider ("direct") and through cllama
+// ("proxy"), in one run. Latency percentiles, CPU time (user+sys of the
+// whole test process: client, proxy and fake provider, so the proxy's own
+// cost is the difference) and allocations are reported per request.
+//
+//	go test -run '^$' -bench . -benchmem ./internal/proxy/
+
+var benchResponse = func() []byte {
+	pad := strings.Repeat("lorem ipsum ", 70)
+	return []byte(`{"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":"` + pad + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":250,"completion_tokens":200,"total_tokens":450}}`)
+}()
+
+var benchStream = func() []byte {
+	var b bytes.Buffer
+	for range 20 {
+		b.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-fake","choices":[{"index":0,"delta":{"content":"token "},"finish_reason":null}]}` + "\n\n")
+	}
+	b.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-fake","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":250,"completion_tokens":20}}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}()
+
+// benchRequest is a ~1 KB chat request.
+func benchRequest(model string, stream bool) []byte {
+	s := "false"
+	if stream {
+		s = "true"
+	}
+	pad := strings.Repeat("x", 1024-130)
+	return []byte(`{"model":"` + model + `","stream":` + s + `,"temperature":0.2,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"` + pad + `"}]}`)
+}
+
+type benchRig struct {
+	upstream, proxy string
+	client          *http.Client
+	srv             *Server
+}
+
+func newBenchRig(b *testing.B, history bool) *benchRig {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(benchStream)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(benchResponse)
+	}))
+	b.Cleanup(up.Close)
+	dir := b.TempDir()
+	root := filepath.Join(dir, "context")
+	writeFileB(b, filepath.Join(root, "alice", "metadata.json"), `{"token":"`+aliceToken+`"}`)
+	writeFileB(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+up.URL+`/v1","api_key":"k"}}}`)
+	cfg := Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}
+	if history {
+		cfg.HistoryDir = filepath.Join(dir, "history")
+	}
+	srv, err := New(cfg, Options{Audit: audit.New(io.Discard)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := httptest.NewServer(srv)
+	b.Cleanup(front.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &benchRig{upstream: up.URL, proxy: front.URL, client: &http.Client{Transport: tr}, srv: srv}
+}
+
+func writeFileB(b *testing.B, path, content string) {
+	b.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// do sends one request and drains the answer, returning its latency.
+func (r *benchRig) do(b *testing.B, url string, body []byte) time.Duration {
+	start := time.Now()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("status %d", resp.StatusCode)
+	}
+	return time.Since(start)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkPassthrough reports each path on its own: ns/op, allocs/op,
+// p50/p99 latency and CPU per request.
+func BenchmarkPassthrough(b *testing.B) {
+	for _, kind := range []string{"json", "stream"} {
+		for _, path := range []string{"direct", "proxy", "proxy+history"} {
+			b.Run(kind+"/"+path, func(b *testing.B) {
+				rig := newBenchRig(b, path == "proxy+history")
+				url, model := rig.upstream+"/v1/chat/completions", "gpt-fake"
+				if path != "direct" {
+					url, model = rig.proxy+pathChat, "fake/gpt-fake"
+				}
+				body := benchRequest(model, kind == "stream")
+				for range 50 { // warm the connection pools
+					rig.do(b, url, body)
+				}
+				lat := make([]time.Duration, 0, b.N)
+				b.ReportAllocs()
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for b.Loop() {
+					lat = append(lat, rig.do(b, url, body))
+				}
+				b.StopTimer()
+				n := float64(len(lat))
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/n, "cpu-µs/op")
+				b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+				b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+			})
+		}
+	}
+}
+
+// BenchmarkAddedLatency alternates direct and proxied requests in one loop,
+// so both see the same machine noise, and reports the difference of their
+// percentiles: the latency cllama adds.
+func BenchmarkAddedLatency(b *testing.B) {
+	for _, kind := range []string{"json", "stream"} {
+		b.Run(kind, func(b *testing.B) {
+			rig := newBenchRig(b, false)
+			direct := benchRequest("gpt-fake", kind == "stream")
+			proxied := benchRequest("fake/gpt-fake", kind == "stream")
+			du, pu := rig.upstream+"/v1/chat/completions", rig.proxy+pathChat
+			for range 50 {
+				rig.do(b, du, direct)
+				rig.do(b, pu, proxied)
+			}
+			var dl, pl []time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				dl = append(dl, rig.do(b, du, direct))
+				pl = append(pl, rig.do(b, pu, proxied))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(percentile(dl, 0.50).Microseconds()), "direct-p50-µs")
+			b.ReportMetric(float64(percentile(pl, 0.50).Microseconds()), "proxy-p50-µs")
+			b.ReportMetric(float64((percentile(pl, 0.50) - percentile(dl, 0.50)).Microseconds()), "added-p50-µs")
+			b.ReportMetric(float64((percentile(pl, 0.99) - percentile(dl, 0.99)).Microseconds()), "added-p99-µs")
+		})
+	}
+}
+
+// BenchmarkHandlerOverhead calls the proxy's handler in-process (no
+// runner-to-proxy network hop), alternating with direct requests, to show
+// the proxy's own processing: edge checks, identity, routing, the upstream
+// call through the pooled transport, relay and records.
+func BenchmarkHandlerOverhead(b *testing.B) {
+	for _, kind := range []string{"json", "stream"} {
+		b.Run(kind, func(b *testing.B) {
+			rig := newBenchRig(b, false)
+			direct := benchRequest("gpt-fake", kind == "stream")
+			proxied := benchRequest("fake/gpt-fake", kind == "stream")
+			du := rig.upstream + "/v1/chat/completions"
+			serve := func() time.Duration {
+				start := time.Now()
+				req := httptest.NewRequest(http.MethodPost, pathChat, bytes.NewReader(proxied))
+				req.Header.Set("Authorization", "Bearer "+aliceToken)
+				rec := httptest.NewRecorder()
+				rig.srv.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatalf("status %d", rec.Code)
+				}
+				return time.Since(start)
+			}
+			for range 50 {
+				rig.do(b, du, direct)
+				serve()
+			}
+			var dl, hl []time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				dl = append(dl, rig.do(b, du, direct))
+				hl = append(hl, serve())
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(percentile(dl, 0.50).Microseconds()), "direct-p50-µs")
+			b.ReportMetric(float64(percentile(hl, 0.50).Microseconds()), "handler-p50-µs")
+			b.ReportMetric(float64((percentile(hl, 0.50) - percentile(dl, 0.50)).Microseconds()), "overhead-p50-µs")
+			b.ReportMetric(float64((percentile(hl, 0.99) - percentile(dl, 0.99)).Microseconds()), "overhead-p99-µs")
+		})
+	}
+}

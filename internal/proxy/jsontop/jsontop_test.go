@@ -1,0 +1,78 @@
+package jsontop
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestFind(t *testing.T) {
+	doc := []byte(` { "a" : {"usage":1}, "s":"}\"usage\"", "usage" : {"x":[1,{"y":2}]} , "n":null}`)
+	v, ok := Find(doc, "usage")
+	if !ok || string(v) != `{"x":[1,{"y":2}]}` {
+		t.Fatalf("%q %v", v, ok)
+	}
+	if v, ok := Find(doc, "n"); !ok || string(v) != "null" {
+		t.Fatalf("%q", v)
+	}
+	if _, ok := Find(doc, "missing"); ok {
+		t.Fatal("found missing")
+	}
+	if v, ok := Find([]byte(`{"us\u0061ge":3}`), "usage"); !ok || string(v) != "3" {
+		t.Fatalf("escaped key: %q", v)
+	}
+	for _, bad := range []string{``, `[]`, `{"a"`, `{"a":`, `{"a":"x`, `{"a":{}`, `{"a" 1}`, `{"a":}`, `{1:2}`} {
+		if Walk([]byte(bad), func([]byte, int, int) bool { return true }) {
+			t.Errorf("Walk(%q) ok", bad)
+		}
+	}
+}
+
+// FuzzFind: never panics; on valid JSON objects, agrees with encoding/json
+// (first occurrence of a key).
+func FuzzFind(f *testing.F) {
+	f.Add([]byte(`{"usage":{"prompt_tokens":1},"choices":[{"x":"\"}"}]}`))
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte(`{"\u0075":true}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var members []string
+		ok := Walk(b, func(k []byte, s, e int) bool {
+			if s < 0 || e > len(b) || s >= e {
+				t.Fatalf("bad span %d:%d of %d", s, e, len(b))
+			}
+			members = append(members, string(k))
+			return true
+		})
+		if !json.Valid(b) {
+			return
+		}
+		var doc map[string]json.RawMessage
+		if json.Unmarshal(b, &doc) != nil {
+			if ok {
+				// Valid JSON that is not an object must not walk.
+				t.Fatalf("walked a non-object %q", b)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("Walk failed on a valid object %q", b)
+		}
+		for k, want := range doc {
+			got, found := Find(b, k)
+			if !found {
+				t.Fatalf("key %q not found", k)
+			}
+			// encoding/json keeps the last duplicate; compare only
+			// when the key is unique.
+			n := 0
+			for _, m := range members {
+				if KeyEquals([]byte(m), k) {
+					n++
+				}
+			}
+			var a, c any
+			if n == 1 && (json.Unmarshal(got, &a) != nil || json.Unmarshal(want, &c) != nil) {
+				t.Fatalf("key %q: value %q vs %q", k, got, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,193 @@
+package jsontop
+
+// maxDepth matches encoding/json's nesting limit, so both accept the same
+// documents.
+const maxDepth = 10000
+
+// Valid reports whether b is exactly one JSON value (RFC 8259) with optional
+// surrounding whitespace. It accepts exactly what encoding/json.Valid
+// accepts (the fuzz test holds it to that) at several times the speed: the
+// proxy validates every request body, and transcripts run to megabytes.
+func Valid(b []byte) bool {
+	v := validator{b: b}
+	i, ok := v.value(skipSpace(b, 0), 0)
+	return ok && skipSpace(b, i) == len(b)
+}
+
+type validator struct{ b []byte }
+
+func (v *validator) value(i, depth int) (int, bool) {
+	b := v.b
+	if i >= len(b) {
+		return i, false
+	}
+	switch c := b[i]; {
+	case c == '{':
+		return v.object(i+1, depth+1)
+	case c == '[':
+		return v.array(i+1, depth+1)
+	case c == '"':
+		return v.str(i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return v.number(i)
+	case c == 't':
+		return v.literal(i, "true")
+	case c == 'f':
+		return v.literal(i, "false")
+	case c == 'n':
+		return v.literal(i, "null")
+	}
+	return i, false
+}
+
+func (v *validator) literal(i int, lit string) (int, bool) {
+	if len(v.b)-i < len(lit) || string(v.b[i:i+len(lit)]) != lit {
+		return i, false
+	}
+	return i + len(lit), true
+}
+
+func (v *validator) object(i, depth int) (int, bool) {
+	if depth > maxDepth {
+		return i, false
+	}
+	b := v.b
+	i = skipSpace(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, false
+		}
+		var ok bool
+		if i, ok = v.str(i); !ok {
+			return i, false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		if i, ok = v.value(skipSpace(b, i+1), depth); !ok {
+			return i, false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+func (v *validator) array(i, depth int) (int, bool) {
+	if depth > maxDepth {
+		return i, false
+	}
+	b := v.b
+	i = skipSpace(b, i)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = v.value(i, depth); !ok {
+			return i, false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// str checks the string starting at b[i] (a quote). Like encoding/json it
+// does not reject invalid UTF-8 (decoders replace it with U+FFFD).
+func (v *validator) str(i int) (int, bool) {
+	b := v.b
+	for i++; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return i, false
+				}
+				i += 4
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(b []byte, i int) bool { return i < len(b) && b[i] >= '0' && b[i] <= '9' }
+
+// number checks -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (v *validator) number(i int) (int, bool) {
+	b := v.b
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case isDigit(b, i):
+		for isDigit(b, i) {
+			i++
+		}
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !isDigit(b, i) {
+			return i, false
+		}
+		for isDigit(b, i) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !isDigit(b, i) {
+			return i, false
+		}
+		for isDigit(b, i) {
+			i++
+		}
+	}
+	return i, true
+}
