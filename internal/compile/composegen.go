@@ -157,6 +157,9 @@ func (b *builder) wireAgent(s doc, a *Agent) {
 		env["ANTHROPIC_BASE_URL"] = fmt.Sprintf("http://%s:%d", CllamaService, CllamaPort)
 		env["OPENAI_API_KEY"] = a.Token
 		env["ANTHROPIC_API_KEY"] = a.Token
+		if mode, ok := s["network_mode"]; ok {
+			b.warns = append(b.warns, fmt.Sprintf("%s: service %q: network_mode %v: the agent cannot reach %s by name; remove network_mode", b.pod.File, a.Service, mode, CllamaService))
+		}
 		b.joinInternal(s)
 		deps := child(s, "depends_on")
 		deps[CllamaService] = doc{"condition": "service_started"}
