@@ -55,7 +55,10 @@ func benchMediate(b *testing.B, k kit, rounds int, stream bool) {
 	}
 	script = append(script, k.upstreamResponse(step{Text: strings.Repeat("final answer text ", 40), Usage: u(100, 50)}, rounds))
 	body := k.runnerRequest(transcript(200), []string{"shell", "read_file", "write_file"}, stream, nil)
-	m := New(Options{Runner: instantRunner{}})
+	m, err := New(Options{Runner: instantRunner{}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -250,10 +250,6 @@ func newHarness(t *testing.T, k kit, o harnessOptions) *harness {
 }
 
 func (h *harness) newMediator(o harnessOptions) *Mediator {
-	store, err := OpenStore(StoreOptions{Dir: h.stateDir})
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	runner := o.runner
 	if runner == nil {
 		ex := toolexec.New(toolexec.Options{})
@@ -264,7 +260,11 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 	if ka == 0 {
 		ka = time.Hour
 	}
-	return New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, Continuity: store, KeepaliveInterval: ka})
+	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return m
 }
 
 func (h *harness) serve(w http.ResponseWriter, r *http.Request) {

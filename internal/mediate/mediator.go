@@ -20,6 +20,7 @@
 package mediate
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -46,8 +47,17 @@ type Options struct {
 	Audit *audit.Logger
 	// History receives one entry per mediated exchange. Nil records nothing.
 	History Recorder
-	// Continuity stores hidden rounds across turns. Nil opens an
-	// in-memory store; use OpenStore with a directory to survive restarts.
+	// StateDir is a directory the Mediator owns: continuity entries are
+	// kept there (one 0600 file each) so hidden rounds survive a restart.
+	// Empty keeps continuity in memory only.
+	StateDir string
+	// MaxContinuityEntries bounds the continuity store (default 4096).
+	MaxContinuityEntries int
+	// ContinuityMaxAge drops continuity entries unused this long
+	// (default 7 days).
+	ContinuityMaxAge time.Duration
+	// Continuity, when set, is used instead of a store opened from
+	// StateDir (tests, or a store shared by several Mediators).
 	Continuity *Store
 	// KeepaliveInterval is the spacing of SSE keepalive comments while a
 	// streaming turn runs hidden rounds (default 1s; issue 3 asks for at
@@ -68,8 +78,8 @@ type Mediator struct {
 
 var _ exchange.Mediator = (*Mediator)(nil)
 
-// New returns a Mediator.
-func New(o Options) *Mediator {
+// New returns a Mediator. It fails only when StateDir cannot be used.
+func New(o Options) (*Mediator, error) {
 	if o.KeepaliveInterval <= 0 {
 		o.KeepaliveInterval = time.Second
 	}
@@ -79,14 +89,21 @@ func New(o Options) *Mediator {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Runner == nil {
+		return nil, errors.New("mediate: Options.Runner is required")
+	}
 	if o.Continuity == nil {
-		o.Continuity, _ = OpenStore(StoreOptions{Now: o.Now}) // in memory: cannot fail
+		store, err := OpenStore(StoreOptions{Dir: o.StateDir, MaxEntries: o.MaxContinuityEntries, MaxAge: o.ContinuityMaxAge, Now: o.Now})
+		if err != nil {
+			return nil, err
+		}
+		o.Continuity = store
 	}
 	return &Mediator{
 		opt:      o,
 		formats:  map[exchange.Format]wire.Format{exchange.OpenAI: openai.New(), exchange.Anthropic: anthropic.New()},
 		catalogs: newCatalogCache(),
-	}
+	}, nil
 }
 
 // Mediate implements exchange.Mediator.

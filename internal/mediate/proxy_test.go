@@ -58,7 +58,10 @@ func TestBehindTheProxy(t *testing.T) {
 			t.Cleanup(func() { _ = ex.Close() })
 			auditBuf := &syncBuffer{}
 			logger := audit.New(auditBuf)
-			med := New(Options{Runner: ex, Audit: logger, History: hist})
+			med, err := New(Options{Runner: ex, Audit: logger, History: hist, StateDir: filepath.Join(dir, "state")})
+			if err != nil {
+				t.Fatal(err)
+			}
 			srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir, Pod: "desk"},
 				proxy.Options{Audit: logger, History: hist, Mediator: med, AgentCheckInterval: -1})
 			if err != nil {
