@@ -46,15 +46,25 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 }
 
 func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.Writer) error {
-	opts := proxy.Options{Audit: aud}
-	if err := wireStages(cfg, &opts); err != nil {
-		return err
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w (LISTEN_ADDR)", cfg.ListenAddr, err)
 	}
-	srv, err := proxy.New(cfg, opts)
+	return serveOn(ctx, ln, cfg, aud, stderr)
+}
+
+// serveOn runs cllama on ln until ctx is cancelled, then drains.
+func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.Logger, stderr io.Writer) error {
+	defer ln.Close()
+	st, err := wireStages(cfg, aud, stderr)
 	if err != nil {
 		return err
 	}
-	defer srv.History().Close()
+	defer st.Close()
+	srv, err := proxy.New(cfg, st.opts)
+	if err != nil {
+		return err
+	}
 	hs := &http.Server{
 		Handler: srv,
 		// No ReadTimeout or WriteTimeout: streams run for minutes. The
@@ -62,10 +72,6 @@ func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.W
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.ListenAddr, err)
 	}
 	fmt.Fprintf(stderr, "cllama: listening on %s (pod %q, context %s, providers: %s, history: %s)\n",
 		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), orOff(cfg.HistoryDir))

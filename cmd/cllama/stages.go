@@ -2,17 +2,66 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/feeds"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
 var flagHelp = flag.ErrHelp
 
-// wireStages plugs the request stages into the proxy: the feed Decorator
-// (spec 003) and the managed-tool Mediator (spec 000). Each is optional;
-// without them cllama is a governed passthrough proxy.
-func wireStages(cfg proxy.Config, opts *proxy.Options) error {
-	_ = cfg
-	_ = opts
-	return nil
+// stages are the request stages plugged into the proxy: the feed Decorator
+// (spec 003) and the managed-tool Mediator (spec 000), which share the
+// proxy's audit logger and history writer.
+type stages struct {
+	opts     proxy.Options
+	executor *toolexec.Executor
+	history  *history.Writer
+}
+
+func (s *stages) Close() error {
+	if s.executor != nil {
+		_ = s.executor.Close()
+	}
+	return s.history.Close()
+}
+
+func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages, error) {
+	st := &stages{}
+	if cfg.HistoryDir != "" {
+		hw, err := history.NewWriter(cfg.HistoryDir)
+		if err != nil {
+			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
+		}
+		st.history = hw
+	}
+	if cfg.ContinuityDir() == "" {
+		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
+	}
+	st.executor = toolexec.New(toolexec.Options{})
+	med, err := mediate.New(mediate.Options{Runner: st.executor, Audit: aud, History: recorder(st.history), StateDir: cfg.ContinuityDir()})
+	if err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
+	}
+	st.opts = proxy.Options{
+		Audit:     aud,
+		History:   st.history,
+		Decorator: feeds.New(feeds.Options{Audit: aud}),
+		Mediator:  med,
+	}
+	return st, nil
+}
+
+// recorder avoids handing the Mediator a typed nil when history is off.
+func recorder(w *history.Writer) mediate.Recorder {
+	if w == nil {
+		return nil
+	}
+	return w
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,10 @@ type Config struct {
 	// (CLAW_SESSION_HISTORY_DIR / -history-dir).
 	HistoryDir string
 	Pod        string // CLAW_POD / -pod
+	// StateDir holds state that must survive a restart: the mediation
+	// loop's continuity store (CLLAMA_STATE_DIR / -state-dir). Empty means
+	// <HistoryDir>/.continuity when history is on, else memory only.
+	StateDir string
 
 	// MaxBodyBytes bounds a runner's request body; larger is a 413
 	// (CLLAMA_MAX_BODY_BYTES / -max-body-bytes).
@@ -120,6 +125,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.AuthDir, "CLAW_AUTH_DIR")
 	str(&c.HistoryDir, "CLAW_SESSION_HISTORY_DIR")
 	str(&c.Pod, "CLAW_POD")
+	str(&c.StateDir, "CLLAMA_STATE_DIR")
 
 	var errs []error
 	if v := env["CLLAMA_MAX_BODY_BYTES"]; v != "" {
@@ -169,6 +175,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.AuthDir, "auth-dir", c.AuthDir, "directory holding providers.json (CLAW_AUTH_DIR)")
 	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
 	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
@@ -187,4 +194,17 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("timeouts must be > 0")
 	}
 	return c, nil
+}
+
+// ContinuityDir is where the mediation loop persists continuity: StateDir,
+// else <HistoryDir>/.continuity (a name no agent id can take, since ids
+// cannot start with a dot), else "" (memory only).
+func (c Config) ContinuityDir() string {
+	switch {
+	case c.StateDir != "":
+		return c.StateDir
+	case c.HistoryDir != "":
+		return filepath.Join(c.HistoryDir, ".continuity")
+	}
+	return ""
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/proxy"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServeEndToEnd starts cllama as main does (config from flags and
+// environment), talks to it with the OpenAI SDK, and shuts it down.
+func TestServeEndToEnd(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk-env" {
+			http.Error(w, "bad key", 401)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "context", "tiverton", "metadata.json"), `{"token":"tiverton:abc"}`)
+	env := []string{
+		"CLAW_CONTEXT_ROOT=" + filepath.Join(dir, "context"),
+		"CLAW_AUTH_DIR=" + filepath.Join(dir, "auth"), // no providers.json: environment only
+		"CLAW_SESSION_HISTORY_DIR=" + filepath.Join(dir, "history"),
+		"CLAW_POD=desk",
+		"OPENAI_API_KEY=sk-env",
+		"OPENAI_BASE_URL=" + up.URL + "/v1",
+	}
+	cfg, err := proxy.LoadConfig(nil, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(&stdout), &stderr) }()
+
+	base := "http://" + ln.Addr().String()
+	c := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey("tiverton:abc"), option.WithMaxRetries(0))
+	res, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model:    "openai/gpt-test",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("ping")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Choices[0].Message.Content != "pong" {
+		t.Fatalf("%+v", res)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	if !strings.Contains(stderr.String(), "providers: openai") {
+		t.Errorf("start-up line: %s", stderr.String())
+	}
+	var types []string
+	for _, ln := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var e audit.Event
+		if err := json.Unmarshal([]byte(ln), &e); err != nil {
+			t.Fatalf("audit line %q: %v", ln, err)
+		}
+		types = append(types, e.Type)
+	}
+	if strings.Join(types, ",") != "request,response" {
+		t.Errorf("audit types %v", types)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "history", "tiverton", "history.jsonl")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"-nope"}, nil, io.Discard, &stderr); code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	if code := run([]string{"-h"}, nil, io.Discard, &stderr); code != 0 {
+		t.Fatalf("-h exit %d", code)
+	}
+	stderr.Reset()
+	if code := run([]string{"-listen", "127.0.0.1:0"}, []string{"CLAW_AUTH_DIR=" + t.TempDir(), "CLAW_CONTEXT_ROOT=" + t.TempDir(), "FOO_API_KEY=x", "BAR_BASE_URL=ftp://x"}, io.Discard, &stderr); code != 1 {
+		t.Fatalf("bad provider exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "bar") {
+		t.Fatalf("stderr %s", stderr.String())
+	}
+}
