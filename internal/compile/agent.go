@@ -192,7 +192,12 @@ func (b *builder) baseURL(svc *pod.Service) (string, error) {
 	} else if len(svc.Compose.Ports) > 0 {
 		port = fmt.Sprint(svc.Compose.Ports[0].Target)
 	} else if svc.Claw != nil && svc.Claw.MCPStdio != nil {
-		port = "8080"
+		port = "8080" // the wrapper's default listen port
+		if v := svc.Compose.Environment[envMCPStdioAddr]; v != nil {
+			if i := strings.LastIndex(*v, ":"); i >= 0 && i+1 < len(*v) {
+				port = (*v)[i+1:]
+			}
+		}
 	}
 	if port == "" || port == "0" {
 		return "", &pod.Error{File: b.pod.File, Service: svc.Name, Key: "expose", Problem: "the service exposes no port, so cllama cannot reach it", Fix: "add `expose: [\"<port>\"]` with the port the service listens on"}
@@ -214,6 +219,14 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 		return sa.Bearer(), nil
 	}
 	sd := b.descs[target]
+	if t := b.pod.Services[target]; (sd == nil || sd.Descriptor.Auth == nil) && t != nil && t.Claw != nil && t.Claw.MCPStdio != nil {
+		// A stdio MCP wrapper guarded by its own bearer: cllama presents it.
+		if v := t.Compose.Environment[envMCPStdioAuthToken]; v != nil && *v != "" {
+			sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: *v}
+			a.serviceAuth[target] = sa
+			return sa.Bearer(), nil
+		}
+	}
 	if sd == nil || sd.Descriptor.Auth == nil || sd.Descriptor.Auth.Type != capability.AuthBearer {
 		return nil, nil
 	}
@@ -226,6 +239,13 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 	a.serviceAuth[target] = sa
 	return sa.Bearer(), nil
 }
+
+// Environment of stdio MCP wrapper services (claw-mcp-stdio) that affects
+// how cllama reaches them.
+const (
+	envMCPStdioAddr      = "CLAW_MCP_STDIO_ADDR"
+	envMCPStdioAuthToken = "CLAW_MCP_STDIO_AUTH_TOKEN"
+)
 
 func (b *builder) envValue(service, name string) (string, bool) {
 	if s, ok := b.pod.Services[service]; ok {
