@@ -155,14 +155,27 @@ func (s *supervisor) runOnce(ctx context.Context) (time.Duration, error) {
 	for reason == nil {
 		select {
 		case <-ch.exited:
-			reason = fmt.Errorf("child %s", ch.exitReason())
+			// When the child broke the protocol, the SDK closes its stdin
+			// and it exits; both events race here, and the protocol
+			// failure is the cause worth reporting.
+			t := time.NewTimer(200 * time.Millisecond)
+			select {
+			case err := <-sessDone:
+				if isProtocolError(err) {
+					reason = fmt.Errorf("protocol failure on the child's stdout: %v", err)
+				}
+			case <-t.C:
+			}
+			t.Stop()
+			if reason == nil {
+				reason = fmt.Errorf("child %s", ch.exitReason())
+			}
 		case err := <-sessDone:
 			// A decode error means the child wrote something that is not
-			// JSON-RPC (the SDK then closes the session, and the child
-			// usually exits on stdin EOF). A clean end means stdout closed:
-			// normally the child exiting, reaped a moment later.
+			// JSON-RPC. A clean end means stdout closed: normally the
+			// child exiting, reaped a moment later.
 			switch {
-			case err != nil && !errors.Is(err, io.EOF):
+			case isProtocolError(err):
 				reason = fmt.Errorf("protocol failure on the child's stdout: %v", err)
 			case ch.waitExit(200 * time.Millisecond):
 				reason = fmt.Errorf("child %s", ch.exitReason())
@@ -319,6 +332,12 @@ func (s *supervisor) forward(ctx context.Context, fn func(context.Context, *mcp.
 			return "", false
 		}
 	})
+}
+
+// isProtocolError reports whether a session ended on something other than
+// end of file: in practice, bytes on stdout that are not JSON-RPC.
+func isProtocolError(err error) bool {
+	return err != nil && !errors.Is(err, io.EOF)
 }
 
 func isDone(ch <-chan struct{}) bool {
