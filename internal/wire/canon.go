@@ -133,3 +133,23 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // JoinText concatenates text pieces.
 func JoinText(parts []string) string { return strings.Join(parts, "") }
+
+// TrimTexts trims surrounding white space from the text items of a
+// canonical content list and drops the ones left empty: runners often
+// strip an answer's leading or trailing new lines before sending it back.
+func TrimTexts(items []any) []any {
+	out := items[:0]
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			it = s
+		}
+		out = append(out, it)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -52,10 +52,7 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 
 func canonBlocks(raw json.RawMessage) []any {
 	if s, ok := wire.String(raw); ok {
-		if s == "" {
-			return nil
-		}
-		return []any{s}
+		return wire.TrimTexts([]any{s})
 	}
 	var blocks []json.RawMessage
 	if json.Unmarshal(raw, &blocks) != nil {
@@ -104,7 +101,7 @@ func canonBlocks(raw json.RawMessage) []any {
 			out = append(out, canonOther(rb))
 		}
 	}
-	return out
+	return wire.TrimTexts(out)
 }
 
 // canonOther is a block of another type without cache_control.

@@ -64,10 +64,7 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 // same as the equivalent parts.
 func canonContent(raw json.RawMessage) []any {
 	if s, ok := wire.String(raw); ok {
-		if s == "" {
-			return nil
-		}
-		return []any{s}
+		return wire.TrimTexts([]any{s})
 	}
 	var parts []json.RawMessage
 	if json.Unmarshal(raw, &parts) != nil {
@@ -97,7 +94,7 @@ func canonContent(raw json.RawMessage) []any {
 			out = append(out, json.RawMessage(cp))
 		}
 	}
-	return out
+	return wire.TrimTexts(out)
 }
 
 // canonArgs canonicalises an arguments string holding JSON; other text is

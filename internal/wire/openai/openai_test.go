@@ -11,7 +11,7 @@ import (
 func TestCanonicalIgnoresReserialisation(t *testing.T) {
 	f := New()
 	same := [][]string{
-		{`{"role":"assistant","content":"hi there"}`, `{"content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}],"role":"assistant","refusal":null}`},
+		{`{"role":"assistant","content":"hi there"}`, `{"content":[{"type":"text","text":"hi "},{"type":"text","text":"there\n"}],"role":"assistant","refusal":null}`},
 		{`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"x","arguments":"{\"b\":1,\"a\":2}"}}]}`,
 			`{"role":"assistant","content":"","tool_calls":[{"id":"a","function":{"arguments":"{ \"a\": 2, \"b\": 1 }","name":"x"}}]}`},
 	}
