@@ -51,6 +51,8 @@ func (b *builder) providerKeyVars() map[string]string {
 	for _, p := range KnownProviders {
 		vars[strings.ToUpper(p.Name)+"_API_KEY"] = p.Name
 	}
+	vars["ANTHROPIC_AUTH_TOKEN"] = "anthropic"
+	vars["GOOGLE_API_KEY"] = "google"
 	for k := range b.pod.Claw.CllamaDefaults.Env {
 		if name, ok := strings.CutSuffix(k, "_API_KEY"); ok && name != "" {
 			vars[k] = strings.ToLower(name)
@@ -109,13 +111,25 @@ func (b *builder) providers() (*manifest.Providers, error) {
 // hold a provider key in its own environment; only cllama sees them.
 func (b *builder) checkStarvation() error {
 	keys := b.providerKeyVars()
+	// Secret values given to cllama, to catch a key copied under another name.
+	secrets := map[string]string{}
+	for k, v := range b.pod.Claw.CllamaDefaults.Env {
+		if provider, ok := keys[k]; ok && len(v) >= 8 {
+			secrets[v] = provider
+		}
+	}
 	for _, svc := range b.pod.Agents() {
 		for _, name := range sortedKeys(svc.Compose.Environment) {
-			if v := svc.Compose.Environment[name]; v == nil || *v == "" {
+			v := svc.Compose.Environment[name]
+			if v == nil || *v == "" {
 				continue
 			}
-			if provider, ok := keys[name]; ok {
-				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("the agent holds the %s provider key; agents reach models only through cllama (credential starvation)", provider), Fix: fmt.Sprintf("move %s to x-claw.cllama-defaults.env and remove it from the service's environment (and env_file)", name)}
+			provider, ok := keys[name]
+			if !ok {
+				provider, ok = secrets[*v]
+			}
+			if ok {
+				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("the agent holds the %s provider key; agents reach models only through cllama (credential starvation)", provider), Fix: fmt.Sprintf("move the key to x-claw.cllama-defaults.env and remove %s from the service's environment (and env_file)", name)}
 			}
 		}
 	}
