@@ -38,6 +38,12 @@ func (w *Wrapper) guard(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(rw, r.Body, w.cfg.MaxBodyBytes)
+		// POSTs carry calls and their answers; shutdown drains them
+		// (GETs are long-lived notification streams and are not counted).
+		if r.Method == http.MethodPost {
+			w.posts.Add(1)
+			defer w.posts.Add(-1)
+		}
 		next.ServeHTTP(rw, r)
 	})
 }

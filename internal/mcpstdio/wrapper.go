@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +21,7 @@ type Wrapper struct {
 	server *mcp.Server
 	mcp    *mcp.StreamableHTTPHandler
 	sup    *supervisor
+	posts  atomic.Int64 // MCP POST requests being served
 }
 
 // New validates cfg, fills its defaults and builds the wrapper. Nothing
@@ -137,11 +139,12 @@ func (w *Wrapper) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// drain waits for forwarded calls in flight to finish, or for ctx.
+// drain waits until no MCP POST is being served (so every call in flight
+// has had its answer written), or for ctx.
 func (w *Wrapper) drain(ctx context.Context) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for w.sup.inflight.Load() > 0 {
+	for w.posts.Load() > 0 || w.sup.inflight.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return
