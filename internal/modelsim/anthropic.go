@@ -173,62 +173,88 @@ func writeAnthropic(w http.ResponseWriter, a answer) {
 	})
 }
 
-// streamAnthropic writes the messages event sequence: message_start, one
-// content block per text or tool call (start, deltas, stop), message_delta
-// with the stop reason and output usage, message_stop.
+// anEvent is one streaming event; fields appear in the order Anthropic
+// sends them, "type" first.
+type anEvent struct {
+	Type         string     `json:"type"`
+	Message      *anMessage `json:"message,omitempty"`
+	Index        *int       `json:"index,omitempty"`
+	ContentBlock *anContent `json:"content_block,omitempty"`
+	Delta        any        `json:"delta,omitempty"`
+	Usage        *anOutUse  `json:"usage,omitempty"`
+}
+
+type anOutUse struct {
+	OutputTokens int `json:"output_tokens"`
+}
+
+type anTextDelta struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type anJSONDelta struct {
+	Type        string `json:"type"`
+	PartialJSON string `json:"partial_json"`
+}
+
+type anStopDelta struct {
+	StopReason   string  `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+}
+
+// streamAnthropic writes the messages event sequence: message_start, ping,
+// one content block per text or tool call (start, deltas, stop),
+// message_delta with the stop reason and output usage, message_stop.
 func streamAnthropic(sw *sse.Writer, a answer) error {
-	send := func(name string, v any) error {
-		b, err := json.Marshal(v)
+	send := func(e anEvent) error {
+		b, err := json.Marshal(e)
 		if err != nil {
 			return err
 		}
-		return sw.Event(sse.Event{Name: name, Data: b})
+		return sw.Event(sse.Event{Name: e.Type, Data: b})
 	}
-	type obj = map[string]any
 	start := anMessage{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model, Content: []anContent{},
 		Usage: anUsage{InputTokens: a.Usage.InputTokens, OutputTokens: 1}}
-	if err := send("message_start", obj{"type": "message_start", "message": start}); err != nil {
+	if err := send(anEvent{Type: "message_start", Message: &start}); err != nil {
 		return err
 	}
-	if err := send("ping", obj{"type": "ping"}); err != nil {
+	if err := send(anEvent{Type: "ping"}); err != nil {
 		return err
 	}
 	for i, block := range anContents(a) {
-		var deltas []obj
+		var deltas []any
 		switch block.Type {
 		case "text":
 			text := *block.Text
 			empty := ""
 			block.Text = &empty
 			for _, p := range pieces(text, 24) {
-				deltas = append(deltas, obj{"type": "text_delta", "text": p})
+				deltas = append(deltas, anTextDelta{"text_delta", p})
 			}
 		case "tool_use":
 			args := string(block.Input)
 			block.Input = json.RawMessage("{}")
 			for _, p := range pieces(args, 16) {
-				deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": p})
+				deltas = append(deltas, anJSONDelta{"input_json_delta", p})
 			}
 		}
-		if err := send("content_block_start", obj{"type": "content_block_start", "index": i, "content_block": block}); err != nil {
+		if err := send(anEvent{Type: "content_block_start", Index: &i, ContentBlock: &block}); err != nil {
 			return err
 		}
 		for _, d := range deltas {
-			if err := send("content_block_delta", obj{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
+			if err := send(anEvent{Type: "content_block_delta", Index: &i, Delta: d}); err != nil {
 				return err
 			}
 		}
-		if err := send("content_block_stop", obj{"type": "content_block_stop", "index": i}); err != nil {
+		if err := send(anEvent{Type: "content_block_stop", Index: &i}); err != nil {
 			return err
 		}
 	}
-	delta := obj{"type": "message_delta",
-		"delta": obj{"stop_reason": anStop(a), "stop_sequence": nil},
-		"usage": obj{"output_tokens": a.Usage.OutputTokens}}
-	if err := send("message_delta", delta); err != nil {
+	if err := send(anEvent{Type: "message_delta", Delta: anStopDelta{StopReason: anStop(a)}, Usage: &anOutUse{a.Usage.OutputTokens}}); err != nil {
 		return err
 	}
-	return send("message_stop", obj{"type": "message_stop"})
+	return send(anEvent{Type: "message_stop"})
 }
 
 // writeAnthropicError writes Anthropic's error shape.
