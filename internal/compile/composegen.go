@@ -86,9 +86,6 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent) ([]byte, err
 	if _, ok := nets["default"]; !ok {
 		nets["default"] = doc{}
 	}
-	if d, ok := nets["default"].(doc); ok && d["name"] == b.pod.Project.Name+"_default" {
-		delete(d, "name") // let each compose tool derive it from the project name
-	}
 	nets[InternalNet] = doc{"internal": true}
 	child(root, "volumes")
 	if len(root["volumes"].(doc)) == 0 {
@@ -96,6 +93,7 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent) ([]byte, err
 	}
 	sanitise(services)
 	relativise(root, b.pod.Dir)
+	dropDefaultNames(root, b.pod.Project.Name)
 	root = escapeDollars(root).(doc)
 
 	var buf bytes.Buffer
@@ -266,6 +264,13 @@ func sanitise(services doc) {
 				}
 			}
 		}
+		if ports, ok := s["ports"].([]any); ok {
+			for i, port := range ports {
+				if pm, ok := port.(doc); ok {
+					ports[i] = sanitisePort(pm)
+				}
+			}
+		}
 		if vols, ok := s["volumes"].([]any); ok {
 			for _, vol := range vols {
 				if vm, ok := vol.(doc); ok {
@@ -408,6 +413,13 @@ func relativise(root doc, dir string) {
 				bld["context"] = rel(c)
 			}
 		}
+		if ports, ok := s["ports"].([]any); ok {
+			for i, port := range ports {
+				if pm, ok := port.(doc); ok {
+					ports[i] = sanitisePort(pm)
+				}
+			}
+		}
 		if vols, ok := s["volumes"].([]any); ok {
 			for _, vol := range vols {
 				if vm, ok := vol.(doc); ok && vm["type"] == "bind" {
@@ -424,6 +436,48 @@ func relativise(root doc, dir string) {
 						e["file"] = rel(f)
 					}
 				}
+			}
+		}
+	}
+}
+
+// sanitisePort keeps the long port syntax docker-compose 1.29 accepts
+// (target, published, protocol, mode) and renders ports bound to a host IP
+// in the short syntax, which both compose tools accept.
+func sanitisePort(pm doc) any {
+	delete(pm, "app_protocol")
+	delete(pm, "name")
+	ip, _ := pm["host_ip"].(string)
+	if ip == "" {
+		delete(pm, "host_ip")
+		return pm
+	}
+	short := fmt.Sprintf("%s:%v:%v", ip, pm["published"], pm["target"])
+	if pm["published"] == nil {
+		short = fmt.Sprintf("%s::%v", ip, pm["target"])
+	}
+	if proto, _ := pm["protocol"].(string); proto != "" && proto != "tcp" {
+		short += "/" + proto
+	}
+	return short
+}
+
+// dropDefaultNames removes the names compose-go derived from its own
+// project name ("<dir>_<key>"), so each compose tool derives them from the
+// project name claw passes (-p <pod>); explicit and external names stay.
+func dropDefaultNames(root doc, project string) {
+	for _, kind := range []string{"networks", "volumes", "secrets", "configs"} {
+		m, ok := root[kind].(doc)
+		if !ok {
+			continue
+		}
+		for key, v := range m {
+			e, ok := v.(doc)
+			if !ok {
+				continue
+			}
+			if ext, _ := e["external"].(bool); !ext && e["name"] == project+"_"+key {
+				delete(e, "name")
 			}
 		}
 	}
