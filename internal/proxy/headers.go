@@ -11,9 +11,9 @@ import (
 // never leave the proxy, and an allowlist cannot leak a header nobody
 // thought of (Authorization, x-api-key, cookies, Azure's api-key, an
 // OpenAI-Organization that would bill another org...). Everything here is
-// protocol, not identity.
+// protocol, not identity. Content-Type is always set to application/json
+// by send.
 var forwardedRequestHeaders = []string{
-	"Content-Type",
 	"Accept",
 	"Anthropic-Version",
 	"Anthropic-Beta",

@@ -28,6 +28,7 @@ type seen struct {
 	Query  string
 	Header http.Header
 	Body   []byte
+	Remote string // the connection's remote address
 }
 
 // upstream is a scripted provider. handle answers each request; the
@@ -44,7 +45,7 @@ func newUpstream(t *testing.T) *upstream {
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
-		u.seen = append(u.seen, seen{r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body})
+		u.seen = append(u.seen, seen{r.URL.Path, r.URL.RawQuery, r.Header.Clone(), body, r.RemoteAddr})
 		h := u.handle
 		u.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -44,9 +44,9 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.
 		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
 	}
 	copyRequestHeaders(req.Header, c.header)
-	if req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	// The body was checked to be JSON, whatever the runner labelled it
+	// (curl -d sends a form type, which providers reject).
+	req.Header.Set("Content-Type", "application/json")
 	switch c.route.Auth {
 	case manifest.ProviderAuthBearer:
 		req.Header.Set("Authorization", "Bearer "+c.route.Secret)
