@@ -264,6 +264,15 @@ func sanitise(services doc) {
 				}
 			}
 		}
+		if hosts, ok := s["extra_hosts"].([]any); ok {
+			// compose-go renders host=ip; docker-compose 1.29 hands entries
+			// to the engine as they are, and the engine wants host:ip.
+			for i, h := range hosts {
+				if hs, ok := h.(string); ok {
+					hosts[i] = strings.Replace(hs, "=", ":", 1)
+				}
+			}
+		}
 		if ports, ok := s["ports"].([]any); ok {
 			for i, port := range ports {
 				if pm, ok := port.(doc); ok {
@@ -411,6 +420,15 @@ func relativise(root doc, dir string) {
 		if bld, ok := s["build"].(doc); ok {
 			if c, ok := bld["context"]; ok {
 				bld["context"] = rel(c)
+			}
+		}
+		if hosts, ok := s["extra_hosts"].([]any); ok {
+			// compose-go renders host=ip; docker-compose 1.29 hands entries
+			// to the engine as they are, and the engine wants host:ip.
+			for i, h := range hosts {
+				if hs, ok := h.(string); ok {
+					hosts[i] = strings.Replace(hs, "=", ":", 1)
+				}
 			}
 		}
 		if ports, ok := s["ports"].([]any); ok {
