@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
 )
 
 // apiErr decodes an error body, checking it has the endpoint's shape.
@@ -254,4 +255,31 @@ func TestStreamEOFAfterStopReasonIsComplete(t *testing.T) {
 		t.Fatalf("error appended to a finished stream: %q", got)
 	}
 	p.audit.waitEvent(t, audit.TypeResponse)
+}
+
+func TestProviderStreamErrorRelayedNotRecorded(t *testing.T) {
+	for _, f := range formats {
+		t.Run(string(f), func(t *testing.T) {
+			p := newPod(t)
+			p.up.setHandler(streamThenFail(f, func(w http.ResponseWriter, r *http.Request) {
+				if f == exchange.Anthropic {
+					_, _ = io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+				} else {
+					_, _ = io.WriteString(w, "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\"}}\n\n")
+				}
+			}))
+			resp := p.post(t, pathOf(f), requestBody(f, "fake", true))
+			got := readAll(t, resp.Body)
+			if strings.Count(got, "Overloaded") != 1 || strings.Contains(got, "upstream_stream_error") {
+				t.Fatalf("stream %q", got)
+			}
+			e := p.audit.waitEvent(t, audit.TypeError)
+			if !strings.Contains(e.Error, "Overloaded") {
+				t.Fatalf("%+v", e)
+			}
+			if es, _, _ := history.ReadFile(history.Path(p.historyDir, "alice")); len(es) != 0 {
+				t.Fatal("failed stream recorded as history")
+			}
+		})
+	}
 }

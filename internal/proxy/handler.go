@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -95,7 +96,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 		Original:      body,
 		Body:          rewriteModel(body, info),
 	}
-	x.Send = func(ctx contextT, b []byte) (*http.Response, error) { return s.send(ctx, call, b) }
+	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return s.send(ctx, call, b) }
 
 	mediated := agent.ToolsErr == nil && agent.Managed() && s.mediator != nil
 	s.auditExchange(x, audit.TypeRequest, func(e *audit.Event) { e.Mediated = mediated })

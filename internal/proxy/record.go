@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
@@ -10,9 +9,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/usage"
 )
-
-// contextT keeps handler.go's closure signature short.
-type contextT = context.Context
 
 // StatusClientClosed is recorded (never sent) when the runner went away
 // before the exchange finished (the nginx convention).

@@ -22,6 +22,8 @@ import (
 // usage extraction and history; the runner still receives all of it.
 const maxCaptureBytes = 16 << 20
 
+const maxPooledCapture = 1 << 20
+
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
@@ -77,7 +79,13 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, x *exchange.E
 	w.WriteHeader(resp.StatusCode)
 	capture := bufPool.Get().(*bytes.Buffer)
 	capture.Reset()
-	defer bufPool.Put(capture)
+	defer func() {
+		// A buffer grown by a rare huge response is left to the GC
+		// rather than pinned in the pool.
+		if capture.Cap() <= maxPooledCapture {
+			bufPool.Put(capture)
+		}
+	}()
 	if resp.ContentLength > 0 && resp.ContentLength <= maxCaptureBytes {
 		capture.Grow(int(resp.ContentLength))
 	}
@@ -196,6 +204,15 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 		return
 	}
 	u, ok := st.Usage()
+	if term.upstreamError != "" {
+		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
+			e.StatusCode, e.Error = resp.StatusCode, "provider error event in stream: "+term.upstreamError
+			if ok {
+				e.TokensIn, e.TokensOut = audit.Ptr(u.In), audit.Ptr(u.Out)
+			}
+		})
+		return
+	}
 	var response []byte
 	var note string
 	if asm != nil {
@@ -225,6 +242,9 @@ type terminalDetector struct {
 	format   exchange.Format
 	terminal bool
 	stopped  bool
+	// upstreamError holds the data of the provider's own in-band error
+	// event, relayed as is; the exchange is then not a success.
+	upstreamError string
 }
 
 var (
@@ -255,6 +275,7 @@ func hasStringMember(data, key []byte) bool {
 func (t *terminalDetector) observe(name string, data []byte) {
 	if name == "error" || bytes.HasPrefix(data, errorPrefix) {
 		t.terminal = true
+		t.upstreamError = string(data[:min(len(data), 512)])
 		return
 	}
 	if t.format == exchange.Anthropic {
