@@ -208,8 +208,14 @@ func (b *builder) cllamaService() doc {
 		"CLAW_AUTH_DIR":            "/claw/auth",
 		"CLAW_SESSION_HISTORY_DIR": "/claw/history",
 	}
+	// Provider keys reach cllama through .claw-auth/providers.json only, so
+	// they are not spread into the compose file; other settings (base URL
+	// overrides, proxy knobs) are passed as environment.
+	keys := b.providerKeyVars()
 	for k, v := range b.pod.Claw.CllamaDefaults.Env {
-		env[k] = v
+		if _, secret := keys[k]; !secret {
+			env[k] = v
+		}
 	}
 	svc := doc{
 		"image":       image,

@@ -116,7 +116,8 @@ func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose
 	if err := addJSON(ProvidersFile, modeSecret, providers); err != nil {
 		return nil, err
 	}
-	add(GeneratedFile, modePublic, compose)
+	// It holds agent tokens and the services' resolved environment.
+	add(GeneratedFile, modeSecret, compose)
 	sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Path < out.Files[j].Path })
 	return out, nil
 }
