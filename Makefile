@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin
 PKGS    ?= ./...
-BINARIES = claw cllama claw-mcp-stdio
+BINARIES = claw cllama claw-mcp-stdio claw-mcp-echo claw-model
 
 .PHONY: help build test bench fuzz vet fmt-check ci demo images clean
 
