@@ -224,3 +224,19 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	}
 	return ok
 }
+
+func TestUpRefusesUnrunnablePod(t *testing.T) {
+	dir := t.TempDir()
+	pod := filepath.Join(dir, "claw-pod.yml")
+	if err := os.WriteFile(pod, []byte("services:\n  a:\n    x-claw:\n      cllama: passthrough\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness()
+	if code := h.run("compile", "-f", pod, "-q"); code != ExitOK || !strings.Contains(h.err.String(), "neither image nor build") {
+		t.Fatalf("compile: exit %d, %s", code, h.err.String())
+	}
+	h = newHarness()
+	if code := h.run("up", "-f", pod); code != ExitFailure || len(h.engine.calls) != 0 || !strings.Contains(h.err.String(), "give each an image") {
+		t.Fatalf("up: exit %d, calls %v, %s", code, h.engine.calls, h.err.String())
+	}
+}
