@@ -2,7 +2,6 @@ package mediate
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 
@@ -35,17 +34,13 @@ type chain [sha256.Size]byte
 
 var chainSeed = chain(sha256.Sum256([]byte("clawgo continuity v1")))
 
-// next returns the chain extended by one canonical message.
-func (c chain) next(canon []byte) chain {
-	h := sha256.New()
-	h.Write(c[:])
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(canon)))
-	h.Write(n[:])
-	h.Write(canon)
-	var out chain
-	copy(out[:], h.Sum(nil))
-	return out
+// next returns the chain extended by one message, given the digest of its
+// canonical form.
+func (c chain) next(canonDigest [sha256.Size]byte) chain {
+	var buf [2 * sha256.Size]byte
+	copy(buf[:], c[:])
+	copy(buf[sha256.Size:], canonDigest[:])
+	return chain(sha256.Sum256(buf[:]))
 }
 
 // continuityKey scopes a chain to a format and an agent.
@@ -59,26 +54,48 @@ func continuityKey(format, agent string, c chain) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// canonMemo is a message's role and the digest of its canonical form.
+type canonMemo struct {
+	role   wire.Role
+	digest [sha256.Size]byte
+}
+
+// canonOf canonicalises a message, remembering the result by the digest
+// of its raw bytes: runners resend the whole transcript every turn, so
+// almost every message of a request was canonicalised before.
+func canonOf(f wire.Format, memo *canonCache, m json.RawMessage) canonMemo {
+	raw := sha256.Sum256(m)
+	key := memoKey{format: f.Name(), raw: raw}
+	if c, ok := memo.get(key); ok {
+		return c
+	}
+	canon, err := f.Canonical(m)
+	if err != nil {
+		canon = wire.Canon{Role: wire.RoleOther, Bytes: m}
+	}
+	c := canonMemo{role: canon.Role, digest: sha256.Sum256(canon.Bytes)}
+	memo.put(key, c)
+	return c
+}
+
 // restore inserts stored hidden rounds into msgs and returns the new
-// message list and the chain over the visible messages.
-func restore(f wire.Format, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain, int) {
+// message list, the chain over the visible messages and how many hidden
+// messages were inserted.
+func restore(f wire.Format, memo *canonCache, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain, int) {
 	c := chainSeed
 	out := msgs
 	inserted := 0
 	copied := false
 	for i, m := range msgs {
-		canon, err := f.Canonical(m)
-		if err != nil {
-			canon = wire.Canon{Role: wire.RoleOther, Bytes: m}
-		}
-		if canon.Role == wire.RoleSystem {
+		canon := canonOf(f, memo, m)
+		if canon.role == wire.RoleSystem {
 			if copied {
 				out = append(out, m)
 			}
 			continue
 		}
-		c = c.next(canon.Bytes)
-		if canon.Role == wire.RoleAssistant && store != nil {
+		c = c.next(canon.digest)
+		if canon.role == wire.RoleAssistant && store != nil {
 			if hidden, ok := store.Get(continuityKey(f.Name(), agent, c)); ok {
 				if !copied {
 					out = make([]json.RawMessage, 0, len(msgs)+len(hidden))

@@ -69,11 +69,15 @@ type Options struct {
 	Now func() time.Time
 }
 
+// canonCacheSize bounds the canonical-message memo per generation.
+const canonCacheSize = 1 << 16
+
 // Mediator implements exchange.Mediator. It is safe for concurrent use.
 type Mediator struct {
 	opt      Options
 	formats  map[exchange.Format]wire.Format
 	catalogs *catalogCache
+	canon    *canonCache
 }
 
 var _ exchange.Mediator = (*Mediator)(nil)
@@ -103,6 +107,7 @@ func New(o Options) (*Mediator, error) {
 		opt:      o,
 		formats:  map[exchange.Format]wire.Format{exchange.OpenAI: openai.New(), exchange.Anthropic: anthropic.New()},
 		catalogs: newCatalogCache(),
+		canon:    newCanonCache(canonCacheSize),
 	}, nil
 }
 

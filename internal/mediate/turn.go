@@ -80,7 +80,7 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.Format) (*turn, *failure
 	if t.pres, err = cat.present(f, req.ToolNames); err != nil {
 		return nil, internalFailure("presenting tools: %v", err)
 	}
-	req.Messages, t.visible, t.restored = restore(f, m.opt.Continuity, x.Agent.ID, req.Messages)
+	req.Messages, t.visible, t.restored = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
 	// Managed tools are appended after the runner's own (issue 151: additive).
 	req.Tools = append(req.Tools, t.pres.defs...)
 	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {
@@ -192,11 +192,7 @@ func (t *turn) remember(resp *wire.Response) {
 	if err != nil {
 		return
 	}
-	canon, err := t.f.Canonical(msg)
-	if err != nil {
-		return
-	}
-	key := continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(canon.Bytes))
+	key := continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(canonOf(t.f, t.m.canon, msg).digest))
 	if err := t.m.opt.Continuity.Put(key, t.hidden); err != nil {
 		t.m.auditError(t.x, "continuity store: "+err.Error())
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // CanonicalJSON re-encodes a JSON value with object keys sorted, no
@@ -86,13 +87,20 @@ func String(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
+// plain reports whether a string literal's body decodes to itself: no
+// escapes, no control characters, valid UTF-8 (encoding/json replaces
+// invalid bytes).
 func plain(b []byte) bool {
+	ascii := true
 	for _, c := range b {
 		if c == '\\' || c == '"' || c < 0x20 {
 			return false
 		}
+		if c >= 0x80 {
+			ascii = false
+		}
 	}
-	return true
+	return ascii || utf8.Valid(b)
 }
 
 // Bool decodes a raw JSON bool member; absent or null gives false.

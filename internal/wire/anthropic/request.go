@@ -24,22 +24,20 @@ func (Format) Name() string { return "anthropic" }
 // ParseRequest implements wire.Format. The system prompt is a top-level
 // member and stays in Fields.
 func (Format) ParseRequest(body []byte) (*wire.Request, error) {
-	top, err := wire.DecodeObject(body)
+	top, err := wire.DecodeBody(body)
 	if err != nil {
 		return nil, err
 	}
 	r := &wire.Request{Fields: top, IncludeUsage: true}
 	if raw, ok := top["messages"]; ok {
-		if err := json.Unmarshal(raw, &r.Messages); err != nil {
-			return nil, fmt.Errorf("%w: messages: %v", wire.ErrMalformed, err)
+		if r.Messages, err = wire.SplitArray(raw); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
 		}
 		delete(top, "messages")
 	}
 	if raw, ok := top["tools"]; ok {
-		if string(raw) != "null" {
-			if err := json.Unmarshal(raw, &r.Tools); err != nil {
-				return nil, fmt.Errorf("%w: tools: %v", wire.ErrMalformed, err)
-			}
+		if r.Tools, err = wire.SplitArray(raw); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
 		}
 		delete(top, "tools")
 	}

@@ -24,22 +24,20 @@ func (Format) Name() string { return "openai" }
 // and function_call becomes tool_choice (spec 000 "For OpenAI-compatible
 // requests, legacy functions[] are normalized into tools[] before merge").
 func (Format) ParseRequest(body []byte) (*wire.Request, error) {
-	top, err := wire.DecodeObject(body)
+	top, err := wire.DecodeBody(body)
 	if err != nil {
 		return nil, err
 	}
 	r := &wire.Request{Fields: top}
 	if raw, ok := top["messages"]; ok {
-		if err := json.Unmarshal(raw, &r.Messages); err != nil {
-			return nil, fmt.Errorf("%w: messages: %v", wire.ErrMalformed, err)
+		if r.Messages, err = wire.SplitArray(raw); err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
 		}
 		delete(top, "messages")
 	}
 	if raw, ok := top["tools"]; ok {
-		if string(raw) != "null" {
-			if err := json.Unmarshal(raw, &r.Tools); err != nil {
-				return nil, fmt.Errorf("%w: tools: %v", wire.ErrMalformed, err)
-			}
+		if r.Tools, err = wire.SplitArray(raw); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
 		}
 		delete(top, "tools")
 	}
