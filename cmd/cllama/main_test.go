@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -138,5 +139,73 @@ func TestRunBadConfig(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "bar") {
 		t.Fatalf("stderr %s", stderr.String())
+	}
+}
+
+// TestShutdownDrainsInFlightStream cancels cllama (as SIGTERM does) while
+// a stream is half relayed: the stream must still complete.
+func TestShutdownDrainsInFlightStream(t *testing.T) {
+	release := make(chan struct{})
+	halfway := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		close(halfway)
+		<-release
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "context", "a1", "metadata.json"), `{"token":"a1:k"}`)
+	cfg, err := proxy.LoadConfig(nil, []string{
+		"CLAW_CONTEXT_ROOT=" + filepath.Join(dir, "context"), "CLAW_AUTH_DIR=" + dir,
+		"LOCAL_BASE_URL=" + up.URL + "/v1",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(io.Discard), io.Discard) }()
+
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"local/m","stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer a1:k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-halfway
+	cancel() // SIGTERM
+	// Shutdown has begun once the listener refuses new connections.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("listener still open after cancel")
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Fatalf("stream cut by shutdown: %q %v", body, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no shutdown")
 	}
 }
