@@ -27,16 +27,12 @@ type turn struct {
 	req    *wire.Request
 	// visible is the continuity chain over the runner's own messages.
 	visible chain
-	// restored counts hidden messages re-inserted from earlier turns.
-	restored int
 	// hidden are the messages this turn added (assistant and results).
 	hidden []json.RawMessage
 	rounds []history.Round
 	usage  wire.Usage
 	calls  int // upstream calls made
 	seen   map[string]*seenCall
-	// handoff is set when the final response hands native calls back.
-	handoff bool
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -80,7 +76,7 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.Format) (*turn, *failure
 	if t.pres, err = cat.present(f, req.ToolNames); err != nil {
 		return nil, internalFailure("presenting tools: %v", err)
 	}
-	req.Messages, t.visible, t.restored = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
+	req.Messages, t.visible, _ = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
 	// Managed tools are appended after the runner's own (issue 151: additive).
 	req.Tools = append(req.Tools, t.pres.defs...)
 	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {
@@ -110,9 +106,8 @@ func (t *turn) run(parent context.Context) outcome {
 		}
 		plan := t.plan(resp.Calls)
 		if plan.kind == nativeOnly {
-			// Case 2 / 4: the runner executes its own calls; a handoff
-			// entry is stored when hidden rounds came first.
-			t.handoff = len(t.rounds) > 0
+			// Cases 2 and 4: the runner executes its own calls; finish
+			// stores the handoff when hidden rounds came first.
 			return t.finish(resp)
 		}
 		if len(t.rounds) >= t.policy.MaxRounds {
