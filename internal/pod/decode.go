@@ -28,7 +28,7 @@ func (d *decoder) warnf(key, format string, args ...any) {
 
 var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "feeds-defaults", "tool-policy"}
 
-var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth"}
+var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests"}
 
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
 // in errors; warnings report keys it ignores.
@@ -235,6 +235,14 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 			return nil, err
 		}
 	}
+	if raw, ok := m["tool-manifests"]; ok && raw != nil {
+		if c.ToolManifests, err = d.toolManifests(raw); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.ToolManifests) > 0 && c.IsAgent() {
+		return nil, d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)")
+	}
 	if c.MCPStdio != nil && c.IsAgent() {
 		return nil, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)")
 	}
@@ -325,6 +333,34 @@ func (d *decoder) mcpStdio(v any) (*MCPStdio, error) {
 		}
 	}
 	return ms, nil
+}
+
+// toolManifests accepts one path or a list of paths.
+func (d *decoder) toolManifests(v any) ([]string, error) {
+	const fix = "write a list of CKP Tool manifest paths, relative to the pod file"
+	list, ok := v.([]any)
+	if !ok {
+		s, isStr := v.(string)
+		if !isStr {
+			return nil, d.errf("x-claw.tool-manifests", fix, "must be a list of paths, got %s", typeName(v))
+		}
+		list = []any{s}
+	}
+	out := make([]string, 0, len(list))
+	seen := map[string]bool{}
+	for i, e := range list {
+		key := fmt.Sprintf("x-claw.tool-manifests[%d]", i)
+		s, ok := e.(string)
+		if !ok || strings.TrimSpace(s) == "" {
+			return nil, d.errf(key, fix, "must be a non-empty path string")
+		}
+		if seen[s] {
+			return nil, d.errf(key, "list each manifest once", "%q is listed twice", s)
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func (d *decoder) serviceAuth(v any) (map[string]ServiceAuthSpec, error) {

@@ -60,6 +60,11 @@ type ServiceClaw struct {
 	// ServiceAuth are credentials projected for this agent, keyed by the
 	// target service; they win over the target descriptor's auth.env.
 	ServiceAuth map[string]ServiceAuthSpec
+	// ToolManifests are x-claw.tool-manifests: paths (relative to the pod
+	// file) of CKP `kind: Tool` manifests (spec 001) for tools this service
+	// provides. They add to, and by name override, the service's
+	// descriptor tools; such services cannot be agents.
+	ToolManifests []string
 }
 
 // CllamaEnabled reports whether the service's model traffic goes through
