@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -42,6 +43,7 @@ type outcomeOf struct {
 	stream bool
 	status int
 	body   []byte // error bodies
+	raw    []byte // the runner's response body (non-streaming)
 	final  final
 	up     []upReq
 }
@@ -124,6 +126,11 @@ var scenarios = []scenario{
 		name:   "native only: handed back unchanged, nothing executed",
 		script: []step{{Calls: []tcall{call("n1", "shell", `{"cmd":"ls"}`)}, Usage: u(7, 1)}},
 		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if !r.stream {
+				if want := h.kit.upstreamResponse(h.up.script[0], 0); string(r.raw) != string(want) {
+					t.Errorf("handed back\n%s\nwant byte for byte\n%s", r.raw, want)
+				}
+			}
 			wantCalls(t, r, "shell")
 			if len(r.up) != 1 || h.svc.count("echo") != 0 {
 				t.Errorf("upstream calls %d", len(r.up))
@@ -384,6 +391,10 @@ func runScenario(t *testing.T, k kit, sc scenario, stream bool) {
 	if want == http.StatusOK {
 		if stream && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 			t.Fatalf("content type %q", res.Header.Get("Content-Type"))
+		}
+		if !stream {
+			r.raw, _ = io.ReadAll(res.Body)
+			res.Body = io.NopCloser(bytes.NewReader(r.raw))
 		}
 		r.final = k.decodeFinal(t, res, stream)
 	} else {

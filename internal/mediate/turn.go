@@ -168,11 +168,17 @@ func (t *turn) contextFailure(ctx, parent context.Context, msg string) *failure 
 	return internalFailure("%s", msg)
 }
 
-// finish renders the final response and stores continuity.
+// finish renders the final response and stores continuity. An answer to
+// the first call goes back byte for byte (spec 000: a native-only or text
+// response is returned "unchanged"); after hidden rounds the body is
+// re-rendered with usage summed over every call.
 func (t *turn) finish(resp *wire.Response) outcome {
-	body, err := t.f.FinalBody(resp, t.usage)
-	if err != nil {
-		return outcome{fail: internalFailure("rendering the response: %v", err)}
+	body := resp.Raw
+	if t.calls > 1 {
+		var err error
+		if body, err = t.f.FinalBody(resp, t.usage); err != nil {
+			return outcome{fail: internalFailure("rendering the response: %v", err)}
+		}
 	}
 	if len(t.hidden) > 0 {
 		t.remember(resp)
