@@ -40,6 +40,21 @@ type Tool struct {
 	// TimeoutMS overrides the per-tool timeout when > 0.
 	TimeoutMS int
 	Retry     *manifest.Retry
+	// Endpoint, when set, is the MCP server this tool is called on instead
+	// of the service's own endpoint (a CKP `mcp_source` with an https://
+	// URI, spec 001).
+	Endpoint *ToolEndpoint
+	// RemoteName is the tool's name on its MCP server when it differs from
+	// Name (CKP `mcp_source.tool_name`); empty means Name.
+	RemoteName string
+}
+
+// ToolEndpoint is a Streamable HTTP MCP endpoint of one tool.
+type ToolEndpoint struct {
+	// BaseURL is scheme://host[:port], without a path.
+	BaseURL string
+	// Path starts with "/".
+	Path string
 }
 
 // HTTPCall is a tool's hidden `http` block.

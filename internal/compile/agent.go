@@ -133,15 +133,17 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 		if len(chosen) == 0 {
 			continue
 		}
-		base, err := b.baseURL(target)
-		if err != nil {
-			return err
-		}
+		// Tools with their own endpoint (CKP https:// sources) do not need
+		// the service to expose a port.
+		base, baseErr := b.baseURL(target)
 		auth, err := b.auth(a, svc, target.Name)
 		if err != nil {
 			return err
 		}
 		for _, t := range chosen {
+			if baseErr != nil && t.Endpoint == nil {
+				return baseErr
+			}
 			mt := projectTool(g.Service, base, d, t, auth)
 			p := capability.PresentedName(mt.Name)
 			if other, clash := presented[p]; clash {
@@ -175,7 +177,16 @@ func projectTool(service, base string, d *capability.Descriptor, t capability.To
 	if t.HTTP != nil {
 		e.Transport, e.Method, e.Path, e.Body, e.BodyKey = manifest.TransportHTTP, t.HTTP.Method, t.HTTP.Path, t.HTTP.Body, t.HTTP.BodyKey
 	} else {
-		e.Transport, e.Path, e.ToolName = manifest.TransportMCP, d.MCP.Path, t.Name
+		e.Transport, e.ToolName = manifest.TransportMCP, t.Name
+		if d.MCP != nil {
+			e.Path = d.MCP.Path
+		}
+		if t.RemoteName != "" {
+			e.ToolName = t.RemoteName
+		}
+		if t.Endpoint != nil {
+			e.BaseURL, e.Path = t.Endpoint.BaseURL, t.Endpoint.Path
+		}
 	}
 	return mt
 }

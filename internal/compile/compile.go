@@ -84,6 +84,9 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sd, err = b.withToolManifests(svc, sd); err != nil {
+			return nil, err
+		}
 		if sd != nil {
 			b.descs[name] = sd
 			res.Descriptors = append(res.Descriptors, sd)
