@@ -9,6 +9,8 @@ root=$(pwd)
 pod_dir="$root/examples/trading-desk"
 claw="$root/bin/claw"
 WAIT=${DEMO_WAIT_SECONDS:-120}
+project=trading-desk # the pod's name, which claw uses as the compose project
+container() { docker ps -a -q --filter "label=com.docker.compose.project=$project" --filter "label=com.docker.compose.service=$1" | head -n1; }
 
 command -v docker >/dev/null || { echo "demo: docker is not installed; the demo runs the pod on Docker Engine with Compose" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "demo: the Docker daemon is not reachable (is it running?)" >&2; exit 1; }
@@ -31,7 +33,7 @@ echo "== waiting for the agents' conversations (up to ${WAIT}s)"
 deadline=$(( $(date +%s) + WAIT ))
 for svc in analyst executor; do
   while :; do
-    id=$("$claw" ps -q "$svc" 2>/dev/null | head -n1 || true)
+    id=$(container "$svc")
     if [ -n "$id" ] && [ "$(docker inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" = exited ]; then
       break
     fi
@@ -48,8 +50,8 @@ done
 status=0
 for svc in analyst executor; do
   echo; echo "== transcript: $svc"
-  "$claw" logs "$svc" 2>/dev/null | sed -n 's/^[^|]*| //p' | grep -v '^RUNNER_SUMMARY' || true
-  code=$(docker inspect -f '{{.State.ExitCode}}' "$("$claw" ps -q "$svc" | head -n1)")
+  docker logs "$(container "$svc")" 2>&1 | grep -v '^RUNNER_SUMMARY' || true
+  code=$(docker inspect -f '{{.State.ExitCode}}' "$(container "$svc")")
   [ "$code" = 0 ] || { echo "demo: $svc exited with $code" >&2; status=1; }
 done
 
@@ -57,5 +59,5 @@ echo; echo "== claw audit"
 "$claw" audit || status=1
 
 echo; echo "== what trading-api received"
-"$claw" logs trading-api 2>/dev/null | grep -o 'received .*' || true
+docker logs "$(container trading-api)" 2>&1 | grep -o 'received .*' || true
 exit $status

@@ -2,10 +2,10 @@
 # Builds every image the example pod needs FROM scratch, from static Go
 # binaries built on this machine: no base image is pulled, so this works on a
 # machine with no registry access. Usage: scripts/images.sh [image ...]
-# (default: all). TAG (default dev) and PREFIX (default clawgo) name them.
+# (default: all). TAG (default latest) and PREFIX (default clawgo) name them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TAG=${TAG:-dev}
+TAG=${TAG:-latest}
 PREFIX=${PREFIX:-clawgo}
 command -v docker >/dev/null || { echo "images: docker is not installed; install Docker Engine to build images" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "images: the Docker daemon is not reachable (is it running, and may this user use it?)" >&2; exit 1; }
