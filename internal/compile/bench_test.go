@@ -110,3 +110,21 @@ func TestLargePodCompiles(t *testing.T) {
 		t.Fatalf("unexpected result: %d agents, %d tools, %d feeds", len(res.Agents), len(res.Agents[0].Tools), len(res.Agents[0].Feeds))
 	}
 }
+
+// BenchmarkBuildLargePod is Build alone (the pod loaded once): projection,
+// compose generation and its validation by compose-go.
+func BenchmarkBuildLargePod(b *testing.B) {
+	dir := b.TempDir()
+	writeLargePod(b, dir, 200, 20)
+	ctx := context.Background()
+	p, err := pod.Load(ctx, pod.LoadOptions{File: filepath.Join(dir, "claw-pod.yml")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Build(ctx, p, Options{Rand: zeroReader{}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
