@@ -159,6 +159,37 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name: "managed prefix, native suffix, then an answer: the hidden suffix is simply dropped",
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"a"}`), call("n1", "shell", `{}`)}},
+			{Text: "no need for the shell"},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "no need for the shell")
+			if got := roles(r.up[1].Msgs); got != "user(hello) assistant:c1 tool:c1" {
+				t.Errorf("transcript %s", got)
+			}
+		},
+	},
+	{
+		name: "rejected batch, then managed only, then an answer",
+		script: []step{
+			{Calls: []tcall{call("n1", "shell", `{}`), call("c1", echo, `{"q":"a"}`)}},
+			{Calls: []tcall{call("c2", echo, `{"q":"a"}`)}},
+			{Text: "done"},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "done")
+			if h.svc.count("echo") != 1 {
+				t.Errorf("echo ran %d times", h.svc.count("echo"))
+			}
+			tr := lastEntry(t, h).ToolTrace
+			if len(tr) != 2 || !strings.Contains(string(tr[0].ToolCalls[0].Result), toolexec.CodeRejected) || !strings.Contains(string(tr[1].ToolCalls[0].Result), `"ok":true`) {
+				t.Errorf("trace %+v", tr)
+			}
+		},
+	},
+	{
 		name: "native first: nothing executed, every call rejected, model replans",
 		script: []step{
 			{Calls: []tcall{call("n1", "shell", `{}`), call("c1", echo, `{"q":"a"}`)}},

@@ -97,3 +97,21 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestToolChoice(t *testing.T) {
+	f := New()
+	r, _ := f.ParseRequest([]byte(`{"messages":[],"tool_choice":{"type":"tool","name":"svc.echo","disable_parallel_tool_use":true}}`))
+	_ = f.RewriteToolChoice(r, func(n string) (string, bool) { return "svc__echo", n == "svc.echo" })
+	if got := string(r.Fields["tool_choice"]); !bytes.Contains([]byte(got), []byte(`"name":"svc__echo"`)) {
+		t.Errorf("rewrite: %s", got)
+	}
+	f.RelaxToolChoice(r)
+	if got := string(r.Fields["tool_choice"]); got != `{"disable_parallel_tool_use":true,"type":"auto"}` {
+		t.Errorf("relax: %s", got)
+	}
+	r.Fields["tool_choice"] = json.RawMessage(`{"type":"none"}`)
+	f.RelaxToolChoice(r)
+	if got := string(r.Fields["tool_choice"]); got != `{"type":"none"}` {
+		t.Errorf("relax none: %s", got)
+	}
+}

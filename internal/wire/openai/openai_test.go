@@ -128,3 +128,34 @@ func checkRequest(t *testing.T, f wire.Format, data []byte) {
 		t.Fatalf("re-parse differs: %v vs %v", again.ToolNames, r.ToolNames)
 	}
 }
+
+func TestToolChoice(t *testing.T) {
+	f := New()
+	r, _ := f.ParseRequest([]byte(`{"messages":[],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"svc.echo"}},{"type":"function","function":{"name":"shell"}}]}}}`))
+	if err := f.RewriteToolChoice(r, func(n string) (string, bool) { return "svc__echo", n == "svc.echo" }); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.Fields["tool_choice"]); !bytes.Contains([]byte(got), []byte(`"name":"svc__echo"`)) || !bytes.Contains([]byte(got), []byte(`"name":"shell"`)) {
+		t.Errorf("allowed_tools rewrite: %s", got)
+	}
+	for in, want := range map[string]string{`"required"`: `"auto"`, `"none"`: `"none"`, `{"type":"function","function":{"name":"x"}}`: `"auto"`} {
+		r.Fields["tool_choice"] = json.RawMessage(in)
+		f.RelaxToolChoice(r)
+		if got := string(r.Fields["tool_choice"]); got != want {
+			t.Errorf("relax %s = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestStreamUsageOnlyWhenAsked(t *testing.T) {
+	f := New()
+	resp, err := f.ParseResponse([]byte(`{"id":"c","created":5,"model":"m","choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, _ := f.StreamEvents(resp, wire.Usage{Input: 3, Output: 4}, false)
+	with, _ := f.StreamEvents(resp, wire.Usage{Input: 3, Output: 4}, true)
+	if len(with) != len(without)+1 || !bytes.Contains(with[len(with)-2].Data, []byte(`"total_tokens":7`)) || string(with[len(with)-1].Data) != "[DONE]" {
+		t.Errorf("usage chunk: %s", with[len(with)-2].Data)
+	}
+}
