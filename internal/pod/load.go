@@ -134,7 +134,27 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 		}
 		p.Services[name] = svc
 	}
+	if err := p.checkDefaults(); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// checkDefaults rejects pod defaults that name services the pod does not
+// have, even when no agent inherits them yet.
+func (p *Pod) checkDefaults() error {
+	known := strings.Join(p.ServiceNames(), ", ")
+	for _, g := range p.Claw.ToolsDefaults {
+		if _, ok := p.Services[g.Service]; !ok {
+			return &Error{File: p.File, Key: g.Key + ".service", Problem: fmt.Sprintf("grants tools of %q, which is not a service of the pod", g.Service), Fix: "name a service defined under services: (known: " + known + ")"}
+		}
+	}
+	for _, f := range p.Claw.FeedsDefaults {
+		if _, ok := p.Services[f.Source]; f.Source != "" && !ok {
+			return &Error{File: p.File, Key: f.Key + ".source", Problem: fmt.Sprintf("%q is not a service of the pod", f.Source), Fix: "name a service defined under services: (known: " + known + ")"}
+		}
+	}
+	return nil
 }
 
 // ServiceNames returns the service names, sorted.
