@@ -77,13 +77,22 @@ func NewStore(root string, opts StoreOptions) *Store {
 	return s
 }
 
-// entry is one cached agent. snap and checked are read without the lock on
-// the hot path; mu serialises the (rare) stat-and-reload.
+// entry is one cached agent. state and checked are read without the lock
+// on the hot path; mu serialises the (rare) stat-and-reload.
 type entry struct {
-	snap    atomic.Pointer[Agent]
+	state   atomic.Pointer[loaded]
 	checked atomic.Int64 // unix nanos of the last stat check
 	mu      sync.Mutex
-	stamp   string // fingerprint of the files the snapshot was read from
+	stamp   string // fingerprint of the files state was read from
+}
+
+// loaded is the outcome of one load: an agent, or why its metadata.json is
+// unusable. Broken agents are cached too, so a runner retrying against a
+// broken manifest costs a map lookup, and the operator is told once per
+// change rather than once per request.
+type loaded struct {
+	agent *Agent
+	err   error
 }
 
 // Get returns the agent's current snapshot. It returns ErrUnknownAgent when
@@ -99,20 +108,26 @@ func (s *Store) Get(id string) (*Agent, error) {
 	e := s.agents[id]
 	s.mu.RUnlock()
 	now := s.now()
-	if e != nil {
-		if now.UnixNano()-e.checked.Load() < int64(s.interval) {
-			return e.snap.Load(), nil
-		}
-		return s.refresh(id, e, now)
+	if e == nil {
+		return s.first(id, now)
 	}
-	// Unknown ids are not cached: the map only ever holds agents that
-	// exist on disk, so random ids cannot grow it.
+	if now.UnixNano()-e.checked.Load() >= int64(s.interval) {
+		s.refresh(id, e, now)
+	}
+	st := e.state.Load()
+	return st.agent, st.err
+}
+
+// first loads an agent not in the cache. Ids without a metadata.json are
+// not cached: the map only holds agents that exist on disk, so random ids
+// cannot grow it.
+func (s *Store) first(id string, now time.Time) (*Agent, error) {
 	a, stamp, err := s.load(id)
-	if err != nil {
+	if errors.Is(err, ErrUnknownAgent) {
 		return nil, err
 	}
-	e = &entry{stamp: stamp}
-	e.snap.Store(a)
+	e := &entry{stamp: stamp}
+	e.state.Store(&loaded{a, err})
 	e.checked.Store(now.UnixNano())
 	s.mu.Lock()
 	if prev := s.agents[id]; prev != nil {
@@ -121,36 +136,32 @@ func (s *Store) Get(id string) (*Agent, error) {
 		s.agents[id] = e
 	}
 	s.mu.Unlock()
-	return e.snap.Load(), nil
+	st := e.state.Load()
+	return st.agent, st.err
 }
 
 // refresh re-stats a cached agent and reloads it when its files changed.
-func (s *Store) refresh(id string, e *entry, now time.Time) (*Agent, error) {
+func (s *Store) refresh(id string, e *entry, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if now.UnixNano()-e.checked.Load() < int64(s.interval) {
-		return e.snap.Load(), nil // refreshed while we waited
+		return // refreshed while we waited
 	}
-	stamp, err := s.fingerprint(id)
-	if err == nil && stamp == e.stamp {
-		e.checked.Store(now.UnixNano())
-		return e.snap.Load(), nil
+	e.checked.Store(now.UnixNano())
+	if stamp, err := s.fingerprint(id); err == nil && stamp == e.stamp {
+		return
 	}
 	a, stamp, err := s.load(id)
-	if err != nil {
-		// The agent vanished or broke: forget it so the next Get starts
-		// over, and fail this request.
+	if errors.Is(err, ErrUnknownAgent) {
+		// The agent is gone: forget it, and fail this request.
 		s.mu.Lock()
 		if s.agents[id] == e {
 			delete(s.agents, id)
 		}
 		s.mu.Unlock()
-		return nil, err
 	}
 	e.stamp = stamp
-	e.snap.Store(a)
-	e.checked.Store(now.UnixNano())
-	return a, nil
+	e.state.Store(&loaded{a, err})
 }
 
 func (s *Store) dir(id string) string { return filepath.Join(s.root, id) }
@@ -207,22 +218,23 @@ func serviceAuthNames(dir string) ([]string, error) {
 func (s *Store) load(id string) (*Agent, string, error) {
 	stamp, err := s.fingerprint(id)
 	if err != nil {
-		return nil, "", err
+		s.report(id, err)
+		return nil, stamp, err
 	}
 	dir := s.dir(id)
 	raw, err := readCapped(filepath.Join(dir, "metadata.json"), maxMetadataBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", ErrUnknownAgent
+		return nil, stamp, ErrUnknownAgent
 	}
 	if err != nil {
 		s.report(id, err)
-		return nil, "", err
+		return nil, stamp, err
 	}
 	md, err := manifest.ParseMetadata(raw, id)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", dir, err)
 		s.report(id, err)
-		return nil, "", err
+		return nil, stamp, err
 	}
 	a := &Agent{ID: id, Metadata: *md}
 
@@ -239,7 +251,8 @@ func (s *Store) load(id string) (*Agent, string, error) {
 
 	names, err := serviceAuthNames(dir)
 	if err != nil {
-		return nil, "", err
+		s.report(id, err)
+		return nil, stamp, err
 	}
 	for _, n := range names {
 		svc := strings.TrimSuffix(n, ".json")

@@ -129,3 +129,33 @@ func TestStoreBadServiceAuthSkipped(t *testing.T) {
 		t.Fatalf("a %+v err %v reported %v", a, err, reported)
 	}
 }
+
+func TestStoreBrokenAgentCachedAndReportedOnce(t *testing.T) {
+	root := t.TempDir()
+	md := filepath.Join(root, "alice", "metadata.json")
+	write(t, md, `{"token":"not-a-token"}`)
+	now := time.Unix(1000, 0)
+	reports := 0
+	s := NewStore(root, StoreOptions{Now: func() time.Time { return now }, OnError: func(string, error) { reports++ }})
+	for i := range 10 {
+		now = now.Add(time.Duration(i) * time.Second)
+		if _, err := s.Get("alice"); err == nil || errors.Is(err, ErrUnknownAgent) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if reports != 1 {
+		t.Fatalf("reported %d times", reports)
+	}
+	write(t, md, `{"token":"alice:fixed-now"}`)
+	now = now.Add(time.Minute)
+	if a, err := s.Get("alice"); err != nil || a.Metadata.Token != "alice:fixed-now" {
+		t.Fatalf("after fix: %v", err)
+	}
+	if err := os.Remove(md); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if _, err := s.Get("alice"); !errors.Is(err, ErrUnknownAgent) || len(s.agents) != 0 {
+		t.Fatalf("removed agent: %v, cache %d", err, len(s.agents))
+	}
+}
