@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/modelsim"
+)
+
+// runnerSummary is the line each reference runner prints last.
+type runnerSummary struct {
+	Runner string `json:"runner"`
+	Turns  []struct {
+		User        string   `json:"user"`
+		Answer      string   `json:"answer"`
+		NativeCalls []string `json:"native_calls"`
+	} `json:"turns"`
+	Failure string `json:"failure"`
+}
+
+// received is the trading-api's operator view of what reached it.
+type received struct {
+	Received []struct {
+		Method     string          `json:"method"`
+		Path       string          `json:"path"`
+		ClawID     string          `json:"claw_id"`
+		Authorized bool            `json:"authorized"`
+		Body       json.RawMessage `json:"body"`
+	} `json:"received"`
+	Trades []struct {
+		ClawID   string  `json:"claw_id"`
+		Symbol   string  `json:"symbol"`
+		Side     string  `json:"side"`
+		Quantity float64 `json:"quantity"`
+	} `json:"trades"`
+}
+
+// TestTradingDesk runs examples/trading-desk on Docker and checks the
+// promises the pod makes: governed tools reach the service with the
+// projected credential and only for the agent granted them, feeds reach the
+// model, runners keep their own tools, and history and audit record it all.
+func TestTradingDesk(t *testing.T) {
+	requireDocker(t)
+	p := startPod(t, "trading-desk")
+
+	summaries := map[string]runnerSummary{}
+	for _, agent := range []string{"analyst", "executor"} {
+		code := p.waitExited(agent, 3*time.Minute)
+		log := p.logs(agent)
+		if code != 0 {
+			t.Fatalf("%s exited %d:\n%s\ncllama:\n%s", agent, code, log, p.logs("cllama"))
+		}
+		for _, line := range strings.Split(log, "\n") {
+			if rest, ok := strings.CutPrefix(line, "RUNNER_SUMMARY "); ok {
+				var s runnerSummary
+				if err := json.Unmarshal([]byte(rest), &s); err != nil {
+					t.Fatalf("%s summary: %v", agent, err)
+				}
+				summaries[agent] = s
+			}
+		}
+		s, ok := summaries[agent]
+		if !ok || s.Failure != "" || len(s.Turns) == 0 {
+			t.Fatalf("%s: no successful summary:\n%s", agent, log)
+		}
+		for _, turn := range s.Turns {
+			if turn.Answer == "" || strings.Contains(turn.Answer, "SCRIPT FALLBACK") {
+				t.Errorf("%s: turn %q got answer %q (a scripted rule did not match: something did not reach the model)", agent, turn.User, turn.Answer)
+			}
+		}
+	}
+
+	t.Run("runners keep their native tools", func(t *testing.T) {
+		for agent, s := range summaries {
+			var native []string
+			for _, turn := range s.Turns {
+				native = append(native, turn.NativeCalls...)
+			}
+			if !slices.Contains(native, "save_note") {
+				t.Errorf("%s never ran its own save_note tool: %+v", agent, s.Turns)
+			}
+		}
+	})
+
+	var desk received
+	p.getJSON("trading-api", 4000, "/api/v1/received", &desk)
+	t.Run("executor's trade reached the service with the projected bearer", func(t *testing.T) {
+		if len(desk.Trades) != 1 || desk.Trades[0].ClawID != "executor" || desk.Trades[0].Symbol != "AAPL" || desk.Trades[0].Quantity != 5 {
+			t.Fatalf("trades = %+v, want exactly the executor's 5 AAPL", desk.Trades)
+		}
+		for _, r := range desk.Received {
+			if !r.Authorized {
+				t.Errorf("%s %s from %q arrived without the projected bearer", r.Method, r.Path, r.ClawID)
+			}
+		}
+	})
+	t.Run("analyst could not trade", func(t *testing.T) {
+		for _, r := range desk.Received {
+			if r.ClawID == "analyst" && r.Method == "POST" {
+				t.Errorf("analyst reached %s %s", r.Method, r.Path)
+			}
+		}
+	})
+
+	var seen []modelsim.Record
+	p.getJSON("claw-model", 8080, "/requests", &seen)
+	t.Run("what the model saw", func(t *testing.T) {
+		if len(seen) == 0 {
+			t.Fatal("the model received no requests")
+		}
+		for _, rec := range seen {
+			if rec.Conversation == nil {
+				t.Fatalf("request %d was not understood: %s", rec.Seq, rec.Error)
+			}
+			agent := "executor"
+			if strings.Contains(rec.Model, "analyst") {
+				agent = "analyst"
+			}
+			if !strings.Contains(rec.System, "BEGIN FEED: market-summary") {
+				t.Errorf("%s request %d: the market-summary feed is not in the system context", agent, rec.Seq)
+			}
+			if !slices.Contains(rec.Tools, "save_note") {
+				t.Errorf("%s request %d: the runner's save_note was not offered beside the managed tools: %v", agent, rec.Seq, rec.Tools)
+			}
+			trade := slices.ContainsFunc(rec.Tools, func(n string) bool { return strings.Contains(n, "execute_trade") })
+			if agent == "analyst" && trade {
+				t.Errorf("analyst request %d was offered execute_trade: %v", rec.Seq, rec.Tools)
+			}
+			if agent == "executor" && !trade {
+				t.Errorf("executor request %d was not offered execute_trade: %v", rec.Seq, rec.Tools)
+			}
+			if got := rec.Auth["Authorization"] + rec.Auth["X-Api-Key"]; !strings.Contains(got, "sim-key-not-secret") {
+				t.Errorf("request %d reached the provider with credentials %q, not the pod's provider key", rec.Seq, got)
+			}
+			for _, secret := range []string{"demo-trading-token", "http://trading-api", "trading-api:4000"} {
+				if strings.Contains(string(rec.Body), secret) {
+					t.Errorf("request %d leaked %q to the model", rec.Seq, secret)
+				}
+			}
+		}
+	})
+
+	events := jsonLines[audit.Event](p.logs("cllama"))
+	t.Run("audit records the tool calls", func(t *testing.T) {
+		find := func(agent, tool, status string) bool {
+			return slices.ContainsFunc(events, func(e audit.Event) bool {
+				return e.Type == audit.TypeToolCall && e.ClawID == agent && e.Tool == tool && e.Status == status
+			})
+		}
+		if !find("executor", "trading-api.execute_trade", "ok") {
+			t.Error("no ok tool_call event for the executor's trade")
+		}
+		if !find("analyst", "trading-api.get_market_context", "ok") {
+			t.Error("no ok tool_call event for the analyst's market context")
+		}
+		if !find("analyst", "trading-api.execute_trade", "unknown_tool") {
+			t.Error("the analyst's attempted trade was not refused as unknown_tool")
+		}
+		for _, e := range events {
+			if e.Type == audit.TypeRequest && (e.ManifestPresent == nil || !*e.ManifestPresent || e.ToolsCount == nil) {
+				t.Errorf("request event without manifest_present/tools_count: %+v", e)
+			}
+		}
+	})
+
+	t.Run("history records the tool trace", func(t *testing.T) {
+		calls := map[string][]history.ToolCall{}
+		for _, agent := range []string{"analyst", "executor"} {
+			entries, _, err := history.ReadFile(filepath.Join(p.dir, ".claw-runtime", "history", agent, "history.jsonl"))
+			if err != nil {
+				t.Fatalf("%s history: %v", agent, err)
+			}
+			for _, e := range entries {
+				for _, r := range e.ToolTrace {
+					calls[agent] = append(calls[agent], r.ToolCalls...)
+				}
+			}
+		}
+		var traded bool
+		for _, c := range calls["executor"] {
+			traded = traded || (c.Name == "trading-api.execute_trade" && strings.Contains(string(c.Result), `"ok":true`))
+		}
+		if !traded {
+			t.Errorf("executor history has no successful execute_trade: %+v", calls["executor"])
+		}
+		var refused bool
+		for _, c := range calls["analyst"] {
+			refused = refused || (c.Name == "trading-api.execute_trade" && strings.Contains(string(c.Result), "unknown_tool"))
+		}
+		if !refused {
+			t.Errorf("analyst history does not record the refused trade: %+v", calls["analyst"])
+		}
+	})
+
+	t.Run("agents hold no provider key", func(t *testing.T) {
+		generated, err := os.ReadFile(filepath.Join(p.dir, "compose.generated.yml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The provider key is interpolated from .env into cllama's settings
+		// only; it must not be in any agent container's environment.
+		for _, agent := range []string{"analyst", "executor"} {
+			env := run(t, "", time.Minute, "docker", "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", p.container(agent))
+			if strings.Contains(env, "sim-key-not-secret") || strings.Contains(env, "demo-trading-token") {
+				t.Errorf("%s's environment holds a credential:\n%s", agent, env)
+			}
+		}
+		if !strings.Contains(string(generated), "cllama") {
+			t.Error("compose.generated.yml has no cllama service")
+		}
+	})
+}
