@@ -69,8 +69,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// canonCacheSize bounds the canonical-message memo per generation.
-const canonCacheSize = 1 << 16
+// canonCacheSize bounds the canonical-message memo per generation (two
+// generations of about 100 bytes an entry: a few MB at most).
+const canonCacheSize = 1 << 14
 
 // Mediator implements exchange.Mediator. It is safe for concurrent use.
 type Mediator struct {
