@@ -15,12 +15,10 @@ import (
 // (Anthropic clients). ok is false when neither is usable.
 func presentedToken(r *http.Request) (string, bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, found := strings.Cut(h, " ")
-		if !found || !strings.EqualFold(scheme, "Bearer") {
-			return "", false
+		scheme, tok, _ := strings.Cut(h, " ")
+		if tok = strings.TrimSpace(tok); strings.EqualFold(scheme, "Bearer") && tok != "" {
+			return tok, true
 		}
-		tok = strings.TrimSpace(tok)
-		return tok, tok != ""
 	}
 	if tok := strings.TrimSpace(r.Header.Get("X-Api-Key")); tok != "" {
 		return tok, true
