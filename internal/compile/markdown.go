@@ -24,7 +24,7 @@ func (b *builder) clawdapusMD(a *Agent) []byte {
 	}
 	w.WriteString("\n## Surfaces\n\n")
 	if len(a.Surfaces) == 0 {
-		w.WriteString("None.\n")
+		w.WriteString("None.\n\n")
 	}
 	for _, raw := range a.Surfaces {
 		target, isService := strings.CutPrefix(raw, "service://")
