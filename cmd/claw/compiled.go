@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// ErrStale is returned by the reporting verbs (audit, inspect, history)
+// when the pod file changed after the pod was compiled: what they would
+// report no longer describes the file the operator is looking at.
+var ErrStale = errors.New("the pod file is newer than its compiled output")
+
+// ErrNotCompiled is returned when the pod has no compiled output.
+var ErrNotCompiled = errors.New("the pod has not been compiled")
+
+// compiledPod is a pod's generated files, located from the pod file
+// without loading it: the reporting verbs read what `claw compile` (or
+// `claw up`) wrote, not the pod file itself.
+type compiledPod struct {
+	// File is the pod file as given; Dir its absolute directory.
+	File, Dir string
+	// Compiled is compose.generated.yml's modification time (compile
+	// refreshes it on every run).
+	Compiled time.Time
+	// Agents are the compiled agent ids, sorted.
+	Agents []string
+	// Name is the pod name recorded in the agents' metadata.json; empty
+	// when the pod has no agents.
+	Name string
+}
+
+// openCompiled locates the generated files of the pod file and refuses a
+// pod file newer than them.
+func openCompiled(file string) (*compiledPod, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, trimPath(err))
+	}
+	cp := &compiledPod{File: file, Dir: filepath.Dir(abs)}
+	gen := filepath.Join(cp.Dir, compile.GeneratedFile)
+	gi, err := os.Stat(gen)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (%s not found); run `claw compile -f %s` first", file, ErrNotCompiled, compile.GeneratedFile, file)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp.Compiled = gi.ModTime()
+	if fi.ModTime().After(gi.ModTime()) {
+		return nil, fmt.Errorf("%s: %w (changed %s, compiled %s); run `claw compile -f %s` to refresh it, then retry",
+			file, ErrStale, fi.ModTime().UTC().Format(time.RFC3339), gi.ModTime().UTC().Format(time.RFC3339), file)
+	}
+	ctxDir := filepath.Join(cp.Dir, filepath.FromSlash(compile.ContextDir))
+	des, err := os.ReadDir(ctxDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, de := range des {
+		if !de.IsDir() || !manifest.ValidAgentID(de.Name()) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(ctxDir, de.Name(), "metadata.json"))
+		if err != nil {
+			continue
+		}
+		cp.Agents = append(cp.Agents, de.Name())
+		if md, err := manifest.ParseMetadata(data, de.Name()); err == nil && cp.Name == "" {
+			cp.Name = md.Pod
+		}
+	}
+	sort.Strings(cp.Agents)
+	return cp, nil
+}
+
+// historyDir is the pod's session-history directory.
+func (cp *compiledPod) historyDir() string {
+	return filepath.Join(cp.Dir, filepath.FromSlash(compile.HistoryDir))
+}
+
+// hasAgent reports whether id is a compiled agent.
+func (cp *compiledPod) hasAgent(id string) bool {
+	i := sort.SearchStrings(cp.Agents, id)
+	return i < len(cp.Agents) && cp.Agents[i] == id
+}
+
+func trimPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

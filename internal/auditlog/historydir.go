@@ -1,0 +1,53 @@
+package auditlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+// HistoryDirStats says what reading a session-history directory found.
+type HistoryDirStats struct {
+	Files     int
+	Entries   int
+	Malformed int
+}
+
+// ReadHistoryDir reads every <dir>/<agent-id>/history.jsonl, agents in
+// name order, each file oldest line first. A missing directory is an
+// empty history. Directories that are not agent ids (cllama's
+// .continuity state) are skipped.
+func ReadHistoryDir(dir string) ([]history.Entry, HistoryDirStats, error) {
+	var st HistoryDirStats
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, st, nil
+	}
+	if err != nil {
+		return nil, st, fmt.Errorf("session history: %w", err)
+	}
+	sort.Slice(des, func(i, j int) bool { return des[i].Name() < des[j].Name() })
+	var out []history.Entry
+	for _, de := range des {
+		if !de.IsDir() || !manifest.ValidAgentID(de.Name()) {
+			continue
+		}
+		path := history.Path(dir, de.Name())
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		es, hs, err := history.ReadFile(path)
+		if err != nil {
+			return nil, st, err
+		}
+		st.Files++
+		st.Entries += len(es)
+		st.Malformed += hs.Malformed
+		out = append(out, es...)
+	}
+	return out, st, nil
+}

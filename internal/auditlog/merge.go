@@ -1,0 +1,162 @@
+package auditlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/history"
+)
+
+// Where a record came from.
+const (
+	SourceLog     = "log"         // cllama's audit log only
+	SourceHistory = "history"     // a session-history tool_trace only
+	SourceBoth    = "log+history" // a log tool_call completed from the trace
+)
+
+// Record is one merged audit event: the event as cllama logged it (or as
+// rebuilt from session history), plus, for tool calls known to history,
+// what the model asked and what came back. Field names are stable; `claw
+// audit --json` prints them.
+type Record struct {
+	audit.Event
+	// Arguments and Result (the structured envelope the model saw) come
+	// from the session-history trace.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	// RoundTokensIn and RoundTokensOut are the tokens of the model call
+	// that asked for this round's calls (tool_trace round_usage).
+	RoundTokensIn  *int `json:"round_tokens_in,omitempty"`
+	RoundTokensOut *int `json:"round_tokens_out,omitempty"`
+	// DuplicateOfRound is set on a repeated call that was answered with
+	// a duplicate_tool_call error instead of being executed again.
+	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`
+	// Source is SourceLog, SourceHistory or SourceBoth.
+	Source string `json:"source"`
+}
+
+// callKey identifies one managed call across the two records of it. cllama
+// logs a tool_call event and writes a trace entry for each call of a
+// mediated exchange, both carrying the agent, the exchange's request id
+// (the history entry id), the round and the canonical tool name. One round
+// can hold the same tool more than once (a duplicate call), so the n-th
+// occurrence of that quadruple in the log pairs with the n-th in the trace:
+// both are written in the order the model listed the calls.
+type callKey struct {
+	agent, request, tool string
+	round, n             int
+}
+
+// HistoryCalls turns the tool_trace of e into tool_call records, in trace
+// order. Their time is the exchange's start (history keeps no per-call
+// time); status is "ok" or the result envelope's error code.
+func HistoryCalls(e history.Entry) []Record {
+	var out []Record
+	for _, r := range e.ToolTrace {
+		for _, c := range r.ToolCalls {
+			rec := Record{
+				Event: audit.Event{
+					TS: e.Timestamp, ClawID: e.AgentID, Type: audit.TypeToolCall, RequestID: e.ID,
+					Format: e.Format, Model: e.Model, Mediated: true, Tool: c.Name, Service: c.Service,
+					Round: r.Round, Status: resultStatus(c.Result), LatencyMS: audit.Ptr(c.LatencyMS),
+				},
+				Arguments:        c.Arguments,
+				Result:           c.Result,
+				RoundTokensIn:    audit.Ptr(r.RoundUsage.PromptTokens),
+				RoundTokensOut:   audit.Ptr(r.RoundUsage.CompletionTokens),
+				DuplicateOfRound: c.DuplicateOfRound,
+				Source:           SourceHistory,
+			}
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// resultStatus reads a result envelope: "ok", the error code, or "error"
+// when the envelope says not ok without a code.
+func resultStatus(raw json.RawMessage) string {
+	var env struct {
+		OK    *bool `json:"ok"`
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &env) != nil || env.OK == nil {
+		return ""
+	}
+	if *env.OK {
+		return "ok"
+	}
+	if env.Error != nil && env.Error.Code != "" {
+		return env.Error.Code
+	}
+	return "error"
+}
+
+// Merge combines cllama's log events with the tool calls of session
+// history. A call present in both becomes one record (SourceBoth): the
+// log's time, status and latency, completed with the trace's arguments,
+// result and round usage. Calls only in history (cllama's log rotated away,
+// or a call cllama did not log) are added; calls only in the log stay as
+// they are. The result is ordered by time, stably (log order first, then
+// trace order).
+func Merge(events []audit.Event, entries []history.Entry) []Record {
+	out := make([]Record, 0, len(events))
+	index := map[callKey]int{}
+	seen := map[callKey]int{}
+	for _, e := range events {
+		rec := Record{Event: e, Source: SourceLog}
+		if e.Type == audit.TypeToolCall && e.RequestID != "" {
+			k := callKey{agent: e.ClawID, request: e.RequestID, tool: e.Tool, round: e.Round}
+			k.n = seen[k]
+			seen[k]++
+			index[k] = len(out)
+		}
+		out = append(out, rec)
+	}
+	seen = map[callKey]int{}
+	for _, h := range entries {
+		for _, c := range HistoryCalls(h) {
+			k := callKey{agent: c.ClawID, request: c.RequestID, tool: c.Tool, round: c.Round}
+			k.n = seen[k]
+			seen[k]++
+			i, ok := index[k]
+			if !ok {
+				out = append(out, c)
+				continue
+			}
+			r := &out[i]
+			r.Arguments, r.Result = c.Arguments, c.Result
+			r.RoundTokensIn, r.RoundTokensOut = c.RoundTokensIn, c.RoundTokensOut
+			r.DuplicateOfRound = c.DuplicateOfRound
+			if r.Service == "" {
+				r.Service = c.Service
+			}
+			if r.Status == "" {
+				r.Status = c.Status
+			}
+			r.Source = SourceBoth
+			delete(index, k) // a trace call pairs with one log event only
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TS.Before(out[j].TS) })
+	return out
+}
+
+// IsToolError reports whether r is a tool call that did not succeed.
+func (r *Record) IsToolError() bool {
+	return r.Type == audit.TypeToolCall && r.Status != "ok" && r.Status != ""
+}
+
+// compactJSON returns raw without insignificant white space, or raw itself
+// when it is not valid JSON.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

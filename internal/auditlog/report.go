@@ -1,0 +1,221 @@
+package auditlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+)
+
+// Sources says what a report was built from and what was skipped.
+type Sources struct {
+	// Log names the audit log read ("docker compose logs cllama" or a
+	// file); empty when none was read.
+	Log      string    `json:"log"`
+	LogStats ReadStats `json:"log_stats"`
+	// HistoryDir is the session-history directory, relative to the pod.
+	HistoryDir       string `json:"history_dir"`
+	HistoryFiles     int    `json:"history_files"`
+	HistoryEntries   int    `json:"history_entries"`
+	HistoryMalformed int    `json:"history_malformed"`
+}
+
+// Report is what `claw audit` prints: the per-agent summary of the
+// filtered records, and the records.
+type Report struct {
+	Pod     string   `json:"pod"`
+	Sources Sources  `json:"sources"`
+	Filter  Filter   `json:"filter"`
+	Summary Summary  `json:"summary"`
+	Events  []Record `json:"events"`
+}
+
+// NewReport filters rs and summarises what remains.
+func NewReport(pod string, src Sources, f Filter, rs []Record) *Report {
+	kept := f.Apply(rs)
+	return &Report{Pod: pod, Sources: src, Filter: f, Summary: Summarize(kept), Events: kept}
+}
+
+// WriteJSON writes the report as one indented JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// TextOptions shape the text report.
+type TextOptions struct {
+	// SummaryOnly prints the per-agent table and nothing else.
+	SummaryOnly bool
+	// Full prints arguments, results and error messages whole; by default
+	// each is cut to MaxTextValue characters.
+	Full bool
+}
+
+// MaxTextValue bounds an argument, result or message in the text report.
+const MaxTextValue = 160
+
+// WriteText writes the per-agent table with totals, then every tool call
+// (time, agent, tool, status, latency, arguments, result, what the round
+// cost) and every error.
+func (r *Report) WriteText(w io.Writer, o TextOptions) error {
+	ew := &errWriter{w: w}
+	r.header(ew)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tREQUESTS\tRESPONSES\tERRORS\tTOOL CALLS\tTOOL ERRORS\tTOKENS IN\tTOKENS OUT\tMODELS")
+	row := func(s AgentSummary) {
+		models := strings.Join(s.Models, ", ")
+		if models == "" {
+			models = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Agent, s.Requests, s.Responses, s.Errors, s.ToolCalls, s.ToolErrors, s.TokensIn, s.TokensOut, models)
+	}
+	for _, s := range r.Summary.Agents {
+		row(s)
+	}
+	row(r.Summary.Total)
+	_ = tw.Flush()
+	if o.SummaryOnly {
+		return ew.err
+	}
+	var calls, errs []*Record
+	for i := range r.Events {
+		switch r.Events[i].Type {
+		case audit.TypeToolCall:
+			calls = append(calls, &r.Events[i])
+		case audit.TypeError, audit.TypeManifestError:
+			errs = append(errs, &r.Events[i])
+		}
+	}
+	if len(calls) > 0 {
+		fmt.Fprintf(ew, "\ntool calls (%d):\n", len(calls))
+		for _, c := range calls {
+			r.writeCall(ew, c, o)
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintf(ew, "\nerrors (%d):\n", len(errs))
+		for _, e := range errs {
+			agent := e.ClawID
+			if agent == "" {
+				agent = NoAgent
+			}
+			status := ""
+			if e.StatusCode != 0 {
+				status = " " + strconv.Itoa(e.StatusCode)
+			}
+			fmt.Fprintf(ew, "  %s  %s  %s%s  %s\n", stamp(e.TS), agent, e.Type, status, cut(e.Error, o.Full))
+		}
+	}
+	return ew.err
+}
+
+func (r *Report) header(w io.Writer) {
+	s := r.Sources
+	var parts []string
+	if s.Log != "" {
+		p := fmt.Sprintf("%d events from %s", s.LogStats.Events, s.Log)
+		if s.LogStats.Malformed > 0 {
+			p += fmt.Sprintf(", %d malformed line(s) skipped", s.LogStats.Malformed)
+		}
+		parts = append(parts, p)
+	}
+	h := fmt.Sprintf("%d history entries from %d file(s) under %s", s.HistoryEntries, s.HistoryFiles, s.HistoryDir)
+	if s.HistoryMalformed > 0 {
+		h += fmt.Sprintf(", %d malformed line(s) skipped", s.HistoryMalformed)
+	}
+	parts = append(parts, h)
+	fmt.Fprintf(w, "pod %s: %s\n", r.Pod, strings.Join(parts, "; "))
+	var f []string
+	if !r.Filter.Since.IsZero() {
+		f = append(f, "since "+stamp(r.Filter.Since))
+	}
+	if len(r.Filter.Agents) > 0 {
+		f = append(f, "claw "+strings.Join(r.Filter.Agents, ","))
+	}
+	if len(r.Filter.Types) > 0 {
+		f = append(f, "type "+strings.Join(r.Filter.Types, ","))
+	}
+	if len(f) > 0 {
+		fmt.Fprintf(w, "filter: %s\n", strings.Join(f, ", "))
+	}
+	fmt.Fprintln(w)
+}
+
+func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
+	latency := "-"
+	if c.LatencyMS != nil {
+		latency = strconv.FormatInt(*c.LatencyMS, 10) + "ms"
+	}
+	status := c.Status
+	if status == "" {
+		status = "?"
+	}
+	agent := c.ClawID
+	if agent == "" {
+		agent = NoAgent
+	}
+	fmt.Fprintf(w, "  %s  %s  %s  %s  %s\n", stamp(c.TS), agent, c.Tool, status, latency)
+	ctx := []string{}
+	if c.RequestID != "" {
+		ctx = append(ctx, "request "+c.RequestID)
+	}
+	if c.Round > 0 {
+		ctx = append(ctx, "round "+strconv.Itoa(c.Round))
+	}
+	if c.Model != "" {
+		ctx = append(ctx, "model "+c.Model)
+	}
+	if c.RoundTokensIn != nil && c.RoundTokensOut != nil {
+		ctx = append(ctx, fmt.Sprintf("round tokens %d in / %d out", *c.RoundTokensIn, *c.RoundTokensOut))
+	}
+	if c.DuplicateOfRound > 0 {
+		ctx = append(ctx, fmt.Sprintf("duplicate of round %d, not executed", c.DuplicateOfRound))
+	}
+	ctx = append(ctx, "from "+c.Source)
+	fmt.Fprintf(w, "    %s\n", strings.Join(ctx, ", "))
+	if c.Arguments != nil {
+		fmt.Fprintf(w, "    arguments: %s\n", cut(compactJSON(c.Arguments), o.Full))
+	}
+	if c.Result != nil {
+		fmt.Fprintf(w, "    result:    %s\n", cut(compactJSON(c.Result), o.Full))
+	}
+	if c.Arguments == nil && c.Result == nil {
+		fmt.Fprintln(w, "    arguments and result: not in session history")
+	}
+}
+
+// stamp formats a time for the text report: UTC, milliseconds.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// cut shortens s to MaxTextValue characters unless full, saying how long
+// it was.
+func cut(s string, full bool) string {
+	if full || utf8.RuneCountInString(s) <= MaxTextValue {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:MaxTextValue]) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// errWriter keeps the first write error so rendering code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
