@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/clawdapus/clawgo/internal/discover"
+)
+
+func init() {
+	registerVerb("discover", func(f *Factory) *cobra.Command { return NewCmdDiscover(f, nil) })
+}
+
+// DiscoverOptions are claw discover's inputs.
+type DiscoverOptions struct {
+	PodOptions
+	// Services to discover; empty means every x-claw.mcp-stdio service.
+	Services []string
+	// Local runs claw-mcp-stdio and the command on the host instead of in
+	// a container from the service's image.
+	Local bool
+	// Wrapper is the claw-mcp-stdio binary for --local.
+	Wrapper string
+	// Pull is docker run's --pull policy.
+	Pull string
+	// Timeout bounds each service.
+	Timeout time.Duration
+	// Verbose copies the wrapper's output to stderr as it comes.
+	Verbose bool
+}
+
+// NewCmdDiscover builds `claw discover`; runF replaces discoverRun in tests.
+func NewCmdDiscover(f *Factory, runF func(context.Context, *Factory, *DiscoverOptions) error) *cobra.Command {
+	opts := &DiscoverOptions{}
+	cmd := &cobra.Command{
+		Use:   "discover [service...] [--local] [-f claw-pod.yml]",
+		Short: "Snapshot the tools of stdio MCP services into .claw-discovered/",
+		Long: `Discover starts each x-claw.mcp-stdio service's wrapper (claw-mcp-stdio) for
+a moment — in a short-lived container from the service's image with its
+environment and volumes, or on the host with --local — performs MCP initialize
+and tools/list, and writes .claw-discovered/<service>.claw-describe.json: a
+claw.describe v2 descriptor that claw compile and claw up use as the service's
+tools. The wrapper is always stopped afterwards. With no service named, every
+stdio MCP service of the pod is discovered.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Services = args
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return discoverRun(cmd.Context(), f, opts)
+		},
+	}
+	addPodFlags(cmd, &opts.PodOptions)
+	cmd.Flags().BoolVar(&opts.Local, "local", false, "run the wrapper and the command on the host instead of in a container")
+	cmd.Flags().StringVar(&opts.Wrapper, "wrapper", "", "claw-mcp-stdio binary for --local (default: next to claw, else on PATH)")
+	cmd.Flags().StringVar(&opts.Pull, "pull", "", "docker run --pull policy: missing, never or always (default: Docker's)")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", discover.DefaultTimeout, "time allowed per service (start, health, initialize, tools/list)")
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "show the wrapper's output")
+	return cmd
+}
+
+func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
+	switch opts.Pull {
+	case "", "missing", "never", "always":
+	default:
+		return usageErrorf("--pull %q: use missing, never or always", opts.Pull)
+	}
+	if opts.Timeout <= 0 {
+		return usageErrorf("--timeout must be positive")
+	}
+	p, err := opts.load(ctx, f.Env)
+	if err != nil {
+		return err
+	}
+	targets, err := discover.Targets(p, opts.Services)
+	if err != nil {
+		return err
+	}
+	do := discover.Options{Mode: discover.ModeContainer, Wrapper: opts.Wrapper, Pull: opts.Pull, Timeout: opts.Timeout}
+	if opts.Local {
+		do.Mode = discover.ModeLocal
+	}
+	if opts.Verbose {
+		do.Log = f.IO.ErrOut
+	}
+	var failed []string
+	var errs []error
+	for _, t := range targets {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		where := "image " + t.Image
+		if opts.Local {
+			where = "on the host"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "claw: discovering %s (%s) %s\n", t.Service, commandLine(t), where)
+		res, err := discover.Discover(ctx, t, do)
+		if err == nil {
+			var rel string
+			if rel, err = discover.Write(p.Dir, t.Service, res.Data); err == nil {
+				reportDiscovered(f.IO.Out, res, rel)
+				continue
+			}
+		}
+		failed = append(failed, t.Service)
+		errs = append(errs, fmt.Errorf("%s: service %q: %w", p.File, t.Service, err))
+		fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", errs[len(errs)-1])
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return fmt.Errorf("discovery failed for %s: %w", strings.Join(failed, ", "), errors.Join(errs...))
+}
+
+func reportDiscovered(w io.Writer, res *discover.Result, rel string) {
+	names := make([]string, len(res.Snapshot.Tools))
+	for i, t := range res.Snapshot.Tools {
+		names[i] = t.Name
+	}
+	fmt.Fprintf(w, "%s: %d tool(s) [%s] -> %s (protocol %s)\n", res.Service, len(names), strings.Join(names, ", "), rel, res.Snapshot.Discovery.ProtocolVersion)
+}
+
+func commandLine(t discover.Target) string {
+	return strings.TrimSpace(t.Command + " " + strings.Join(t.Args, " "))
+}
