@@ -27,6 +27,9 @@ func main() {
 // what `docker compose logs cllama` shows and `claw audit` reads;
 // diagnostics go to stderr.
 func run(args, environ []string, stdout, stderr io.Writer) int {
+	if isHealthcheck(args) {
+		return healthcheck(environ, stderr)
+	}
 	cfg, err := proxy.LoadConfig(args, environ, stderr)
 	if errors.Is(err, flagHelp) {
 		return 0
