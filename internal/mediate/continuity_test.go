@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
 // roles summarises a transcript for comparison: role plus call or result ids.
@@ -275,4 +278,40 @@ func TestMalformedManifestIs500(t *testing.T) {
 		t.Errorf("%d %s", res.StatusCode, b)
 	}
 	_ = manifest.DefaultPolicy
+}
+
+type panicRunner struct{}
+
+func (panicRunner) Run(context.Context, toolexec.Call) toolexec.Envelope { panic("boom") }
+
+func TestRunnerPanicIsAToolError(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{runner: panicRunner{}})
+			h.up.script = []step{{Calls: []tcall{call("c1", echo, `{"q":"a"}`)}}, {Text: "the tool broke"}}
+			f := k.decodeFinal(t, h.post(context.Background(), k.runnerRequest(hello, nil, false, nil)), false)
+			if f.Text != "the tool broke" {
+				t.Fatalf("answer %q", f.Text)
+			}
+			if env := h.up.requests()[1].Msgs[2].Results[0].Env; env.OK || env.Error.Code != toolexec.CodeToolError {
+				t.Errorf("result %+v", env)
+			}
+		})
+	}
+}
+
+func TestLoopPanicIsA502(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{})
+			body := k.runnerRequest(hello, nil, false, nil)
+			x := &exchange.Exchange{ID: "p", Agent: h.agent, Format: k.format(), Original: body, Body: body,
+				Send: func(context.Context, []byte) (*http.Response, error) { panic("boom") }}
+			w := httptest.NewRecorder()
+			h.med.Mediate(w, httptest.NewRequest(http.MethodPost, k.path(), nil), x)
+			if w.Code != 502 || !strings.Contains(w.Body.String(), "internal error: boom") {
+				t.Errorf("%d %s", w.Code, w.Body)
+			}
+		})
+	}
 }

@@ -127,12 +127,27 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 		apierror.Write(w, x.Format, http.StatusInternalServerError, apierror.TypeManifest, "cllama: agent "+x.Agent.ID+": "+x.Agent.ToolsErr.Error())
 		return
 	}
+	var rs *responder
+	defer func() {
+		// A bug in the loop must still end the exchange as spec 000 says
+		// an internal failure does: a 502, never partial text.
+		if p := recover(); p != nil {
+			fail := internalFailure("internal error: %v", p)
+			if rs == nil {
+				apierror.Write(w, x.Format, fail.status, fail.errType, fail.msg)
+			} else {
+				rs.stopKeepalive()
+				rs.finish(outcome{fail: fail}, wire.Usage{}, false)
+			}
+			m.auditError(x, fail.msg)
+		}
+	}()
 	t, fail := m.newTurn(x, f)
 	if fail != nil {
 		apierror.Write(w, x.Format, fail.status, fail.errType, fail.msg)
 		return
 	}
-	rs := newResponder(w, x.Format, f, t.req.Stream, m.opt.KeepaliveInterval)
+	rs = newResponder(w, x.Format, f, t.req.Stream, m.opt.KeepaliveInterval)
 	rs.startKeepalive()
 	out := t.run(r.Context())
 	rs.stopKeepalive()

@@ -149,7 +149,16 @@ func (t *turn) invoke(ctx context.Context, call toolexec.Call, bound time.Durati
 	cctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	done := make(chan toolexec.Envelope, 1)
-	go func() { done <- t.m.opt.Runner.Run(cctx, call) }()
+	go func() {
+		defer func() {
+			// A Runner bug fails this call, not the process.
+			if p := recover(); p != nil {
+				done <- toolexec.Fail(toolexec.CodeToolError, "the tool could not be executed (internal error)", 0)
+				t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", p))
+			}
+		}()
+		done <- t.m.opt.Runner.Run(cctx, call)
+	}()
 	select {
 	case env := <-done:
 		return env
