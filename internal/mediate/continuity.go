@@ -79,12 +79,10 @@ func canonOf(f wire.Format, memo *canonCache, m json.RawMessage) canonMemo {
 }
 
 // restore inserts stored hidden rounds into msgs and returns the new
-// message list, the chain over the visible messages and how many hidden
-// messages were inserted.
-func restore(f wire.Format, memo *canonCache, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain, int) {
+// message list and the chain over the visible messages.
+func restore(f wire.Format, memo *canonCache, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
 	c := chainSeed
 	out := msgs
-	inserted := 0
 	copied := false
 	for i, m := range msgs {
 		canon := canonOf(f, memo, m)
@@ -103,12 +101,11 @@ func restore(f wire.Format, memo *canonCache, store *Store, agent string, msgs [
 					copied = true
 				}
 				out = append(out, hidden...)
-				inserted += len(hidden)
 			}
 		}
 		if copied {
 			out = append(out, m)
 		}
 	}
-	return out, c, inserted
+	return out, c
 }

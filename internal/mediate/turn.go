@@ -76,7 +76,7 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.Format) (*turn, *failure
 	if t.pres, err = cat.present(f, req.ToolNames); err != nil {
 		return nil, internalFailure("presenting tools: %v", err)
 	}
-	req.Messages, t.visible, _ = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
+	req.Messages, t.visible = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
 	// Managed tools are appended after the runner's own (issue 151: additive).
 	req.Tools = append(req.Tools, t.pres.defs...)
 	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {
