@@ -230,3 +230,54 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 		})
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// discardWriter is a minimal ResponseWriter (with Flush) so the benchmark
+// counts the proxy's allocations, not a recorder's.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Flush()                      {}
+
+// BenchmarkHandlerNoNetwork runs the handler against an in-memory provider:
+// what remains is the proxy's own work (edge, identity, routing, rewrite,
+// relay, usage, audit), with its allocations.
+func BenchmarkHandlerNoNetwork(b *testing.B) {
+	for _, kind := range []string{"json", "stream"} {
+		b.Run(kind, func(b *testing.B) {
+			dir := b.TempDir()
+			root := filepath.Join(dir, "context")
+			writeFileB(b, filepath.Join(root, "alice", "metadata.json"), `{"token":"`+aliceToken+`"}`)
+			writeFileB(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"http://fake.invalid/v1","api_key":"k"}}}`)
+			ct, payload := "application/json", benchResponse
+			if kind == "stream" {
+				ct, payload = "text/event-stream", benchStream
+			}
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}},
+					Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)), Request: r}, nil
+			})
+			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Audit: audit.New(io.Discard), Transport: rt})
+			if err != nil {
+				b.Fatal(err)
+			}
+			body := benchRequest("fake/gpt-fake", kind == "stream")
+			req := httptest.NewRequest(http.MethodPost, pathChat, nil)
+			req.Header.Set("Authorization", "Bearer "+aliceToken)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				req.ContentLength = int64(len(body))
+				clear(w.h)
+				srv.ServeHTTP(w, req)
+			}
+		})
+	}
+}

@@ -86,7 +86,7 @@ func TestBuildRegistry(t *testing.T) {
 		t.Fatalf("routes %v", reg.names)
 	}
 	for n, w := range want {
-		if got := reg.routes[n]; got == nil || *got != w {
+		if got := reg.routes[n]; got == nil || got.Name != w.Name || got.BaseURL != w.BaseURL || got.Auth != w.Auth || got.Secret != w.Secret {
 			t.Errorf("%s = %+v, want %+v", n, got, w)
 		}
 	}

@@ -78,11 +78,10 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 		return
 	}
 
-	endpoint := "/chat/completions"
+	call := &upstreamCall{route: route, url: route.chatURL, header: r.Header, rawQuery: r.URL.RawQuery}
 	if format == exchange.Anthropic {
-		endpoint = "/messages"
+		call.url = route.messagesURL
 	}
-	call := &upstreamCall{route: route, url: route.URL(endpoint), header: r.Header, rawQuery: r.URL.RawQuery}
 	x := &exchange.Exchange{
 		ID:            id,
 		Start:         start,
@@ -127,38 +126,38 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 // readBody reads the runner's body within MaxBodyBytes and BodyReadTimeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	max := s.cfg.MaxBodyBytes
-	tooLarge := errStatus(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
-		fmt.Sprintf("request body exceeds the %d-byte limit (CLLAMA_MAX_BODY_BYTES)", max))
 	if r.ContentLength > max {
-		return nil, tooLarge
+		return nil, s.tooLarge()
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout))
 	defer rc.SetReadDeadline(time.Time{})
-	body := http.MaxBytesReader(w, r.Body, max)
-	var buf []byte
 	if r.ContentLength > 0 {
-		buf = make([]byte, r.ContentLength)
-		n, err := io.ReadFull(body, buf)
-		if err == nil {
-			// The declared length was read; anything more is a lie the
-			// server's framing already rejects.
-			return buf[:n], nil
+		// A declared length within the limit: the server's framing
+		// already stops the body there.
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return nil, s.bodyError(err)
 		}
-		return nil, bodyError(err, tooLarge)
+		return buf, nil
 	}
-	buf, err := io.ReadAll(body)
+	buf, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
-		return nil, bodyError(err, tooLarge)
+		return nil, s.bodyError(err)
 	}
 	return buf, nil
 }
 
-func bodyError(err error, tooLarge *statusError) error {
+func (s *Server) tooLarge() *statusError {
+	return errStatus(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
+		fmt.Sprintf("request body exceeds the %d-byte limit (CLLAMA_MAX_BODY_BYTES)", s.cfg.MaxBodyBytes))
+}
+
+func (s *Server) bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return tooLarge
+		return s.tooLarge()
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return errStatus(http.StatusRequestTimeout, apierror.TypeTimeout, "request body was not received in time")
 	default:

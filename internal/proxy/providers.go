@@ -43,12 +43,27 @@ type Route struct {
 	BaseURL string // without a trailing slash, normally ending in /v1
 	Auth    string // bearer, x-api-key or none
 	Secret  string
+
+	// Built once per registry, not per request.
+	chatURL, messagesURL string
+	authValue            []string // the Authorization or X-Api-Key header value
 }
 
 // URL returns the upstream URL for an endpoint path below /v1
 // ("/chat/completions" or "/messages"): base URLs end in the API version,
 // as providers.json writes them ("https://api.openai.com/v1").
 func (r *Route) URL(endpoint string) string { return r.BaseURL + endpoint }
+
+// finish precomputes what every request of the route needs.
+func (r *Route) finish() {
+	r.chatURL, r.messagesURL = r.URL("/chat/completions"), r.URL("/messages")
+	switch r.Auth {
+	case manifest.ProviderAuthBearer:
+		r.authValue = []string{"Bearer " + r.Secret}
+	case manifest.ProviderAuthXAPIKey:
+		r.authValue = []string{r.Secret}
+	}
+}
 
 // registry is an immutable set of routes.
 type registry struct {
@@ -99,6 +114,7 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv) (*registr
 		if rt.Secret == "" {
 			rt.Auth = manifest.ProviderAuthNone
 		}
+		rt.finish()
 		reg.routes[name] = rt
 		return nil
 	}

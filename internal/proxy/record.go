@@ -28,8 +28,8 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 		Format:          string(x.Format),
 		Model:           x.Model,
 		Stream:          x.Stream,
-		ManifestPresent: audit.Ptr(x.Agent.Tools != nil),
-		ToolsCount:      audit.Ptr(x.Agent.ToolsCount()),
+		ManifestPresent: boolPtr(x.Agent.Tools != nil),
+		ToolsCount:      intPtr(x.Agent.ToolsCount()),
 	}
 	if typ != audit.TypeRequest {
 		e.LatencyMS = audit.Ptr(sinceMS(s.now(), x.Start))
@@ -85,4 +85,25 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u usage.Usage,
 	if err := s.history.Append(entry); err != nil {
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.Error = "session history: " + err.Error() })
 	}
+}
+
+// Shared pointers for the values nearly every event carries; Emit only
+// reads them, so sharing is safe and saves allocations per request.
+var (
+	ptrTrue, ptrFalse = audit.Ptr(true), audit.Ptr(false)
+	ptrZero           = audit.Ptr(0)
+)
+
+func boolPtr(b bool) *bool {
+	if b {
+		return ptrTrue
+	}
+	return ptrFalse
+}
+
+func intPtr(n int) *int {
+	if n == 0 {
+		return ptrZero
+	}
+	return audit.Ptr(n)
 }

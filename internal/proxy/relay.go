@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/clawdapus/clawgo/internal/audit"
@@ -45,9 +45,16 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, x *exchange
 	s.relayBody(w, r, x, resp)
 }
 
+// isEventStream reports whether a Content-Type is text/event-stream,
+// parameters allowed, without mime.ParseMediaType's allocations.
 func isEventStream(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "text/event-stream"
+	const want = "text/event-stream"
+	ct = strings.TrimSpace(ct)
+	if len(ct) < len(want) || !strings.EqualFold(ct[:len(want)], want) {
+		return false
+	}
+	rest := strings.TrimSpace(ct[len(want):])
+	return rest == "" || rest[0] == ';'
 }
 
 // upstreamFailed answers a call that produced no response.

@@ -90,10 +90,11 @@ func scanRequest(body []byte) (requestInfo, error) {
 // rewriteModel returns a new body with the model value replaced by
 // info.Upstream; every other byte is kept as it came.
 func rewriteModel(body []byte, info requestInfo) []byte {
-	q := appendJSONString(nil, info.Upstream)
-	out := make([]byte, 0, len(body)-(info.modelEnd-info.modelStart)+len(q))
+	// Room for the plain case; appendJSONString grows it if escapes are
+	// needed.
+	out := make([]byte, 0, len(body)-(info.modelEnd-info.modelStart)+len(info.Upstream)+2)
 	out = append(out, body[:info.modelStart]...)
-	out = append(out, q...)
+	out = appendJSONString(out, info.Upstream)
 	return append(out, body[info.modelEnd:]...)
 }
 
