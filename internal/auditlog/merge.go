@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -75,6 +76,40 @@ func HistoryCalls(e history.Entry) []Record {
 	return out
 }
 
+// exchangeKey identifies an exchange: the history entry id is cllama's
+// request id.
+type exchangeKey struct{ agent, request string }
+
+// exchangeSeen says which events of an exchange the log holds.
+type exchangeSeen struct{ request, outcome bool }
+
+// exchangeRecords stands in for the request and response (or error) events
+// of a history entry that the log lacks: compose logs are lost when the
+// cllama container is recreated, session history is not, and the
+// per-agent table should still count the exchange and its tokens.
+func exchangeRecords(h history.Entry, seen exchangeSeen) []Record {
+	var out []Record
+	base := audit.Event{TS: h.Timestamp, ClawID: h.AgentID, RequestID: h.ID, Format: h.Format, Model: h.Model,
+		Stream: h.Stream, Mediated: len(h.ToolTrace) > 0}
+	if !seen.request {
+		e := base
+		e.Type = audit.TypeRequest
+		out = append(out, Record{Event: e, Source: SourceHistory})
+	}
+	if !seen.outcome {
+		e := base
+		e.TS = h.Timestamp.Add(time.Duration(h.LatencyMS) * time.Millisecond)
+		e.Type, e.StatusCode = audit.TypeResponse, h.StatusCode
+		if h.Status == history.StatusError {
+			e.Type, e.Error = audit.TypeError, h.Error
+		}
+		e.LatencyMS = audit.Ptr(h.LatencyMS)
+		e.TokensIn, e.TokensOut = audit.Ptr(h.Usage.PromptTokens), audit.Ptr(h.Usage.CompletionTokens)
+		out = append(out, Record{Event: e, Source: SourceHistory})
+	}
+	return out
+}
+
 // resultStatus reads a result envelope: "ok", the error code, or "error"
 // when the envelope says not ok without a code.
 func resultStatus(raw json.RawMessage) string {
@@ -96,8 +131,10 @@ func resultStatus(raw json.RawMessage) string {
 	return "error"
 }
 
-// Merge combines cllama's log events with the tool calls of session
-// history. A call present in both becomes one record (SourceBoth): the
+// Merge combines cllama's log events with session history. Each history
+// entry stands in for the request and response (or error) events the log
+// lacks for its exchange (matched by agent and request id), and each call
+// of its tool_trace becomes a tool_call record. A call present in both becomes one record (SourceBoth): the
 // log's time, status and latency, completed with the trace's arguments,
 // result and round usage. Calls only in history (cllama's log rotated away,
 // or a call cllama did not log) are added; calls only in the log stay as
@@ -107,8 +144,20 @@ func Merge(events []audit.Event, entries []history.Entry) []Record {
 	out := make([]Record, 0, len(events))
 	index := map[callKey]int{}
 	seen := map[callKey]int{}
+	logged := map[exchangeKey]exchangeSeen{}
 	for _, e := range events {
 		rec := Record{Event: e, Source: SourceLog}
+		if e.RequestID != "" {
+			k := exchangeKey{e.ClawID, e.RequestID}
+			s := logged[k]
+			switch e.Type {
+			case audit.TypeRequest:
+				s.request = true
+			case audit.TypeResponse, audit.TypeError:
+				s.outcome = true
+			}
+			logged[k] = s
+		}
 		if e.Type == audit.TypeToolCall && e.RequestID != "" {
 			k := callKey{agent: e.ClawID, request: e.RequestID, tool: e.Tool, round: e.Round}
 			k.n = seen[k]
@@ -119,6 +168,7 @@ func Merge(events []audit.Event, entries []history.Entry) []Record {
 	}
 	seen = map[callKey]int{}
 	for _, h := range entries {
+		out = append(out, exchangeRecords(h, logged[exchangeKey{h.AgentID, h.ID}])...)
 		for _, c := range HistoryCalls(h) {
 			k := callKey{agent: c.ClawID, request: c.RequestID, tool: c.Tool, round: c.Round}
 			k.n = seen[k]
