@@ -283,3 +283,29 @@ func TestProviderStreamErrorRelayedNotRecorded(t *testing.T) {
 		})
 	}
 }
+
+func TestUpstreamBodyCutShortAbortsResponse(t *testing.T) {
+	p := newPod(t)
+	p.up.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","choi`)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the provider's connection drops
+	})
+	req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(exchange.OpenAI, "fake", false)))
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := p.front.Client().Do(req)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a truncated body reached the runner as if complete")
+	}
+	e := p.audit.waitEvent(t, audit.TypeError)
+	if !strings.Contains(e.Error, "broke off") {
+		t.Fatalf("%+v", e)
+	}
+}
