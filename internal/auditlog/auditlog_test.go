@@ -1,0 +1,143 @@
+package auditlog
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/history"
+)
+
+func TestParseLinePrefixes(t *testing.T) {
+	ev := `{"ts":"2026-01-02T03:04:05Z","claw_id":"a","type":"tool_call","tool":"svc.t","error":"a | b"}`
+	for _, c := range []struct {
+		line      string
+		ok, isErr bool
+	}{
+		{ev, true, false},
+		{"cllama-1  | " + ev, true, false},
+		{"pod_cllama_1  | " + ev, true, false},
+		{"  " + ev + "\r", true, false},
+		{"cllama-1  | cllama: listening on :8080", false, false},
+		{"cllama-1  |", false, false},
+		{"", false, false},
+		{`{"ts":"2026-01-02T03:04:05Z"}`, false, true},
+		{`{"type":"request"}`, false, true},
+		{`cllama-1  | {"ts":`, false, true},
+		{`{"ts":"yesterday","type":"request"}`, false, true},
+	} {
+		e, ok, err := ParseLine([]byte(c.line))
+		if ok != c.ok || (err != nil) != c.isErr {
+			t.Errorf("%q: ok %v err %v", c.line, ok, err)
+		}
+		if ok && (e.Tool != "svc.t" || e.Error != "a | b") {
+			t.Errorf("%q: %+v", c.line, e)
+		}
+	}
+}
+
+func TestEventsCountsAndSkips(t *testing.T) {
+	good := `c-1 | {"ts":"2026-01-02T03:04:05Z","type":"request","claw_id":"a"}`
+	long := `{"ts":"2026-01-02T03:04:05Z","type":"request","error":"` + strings.Repeat("x", MaxLineBytes) + `"}`
+	in := strings.Join([]string{good, "diagnostic", "", "{broken", long, good, `{"ts":"2026-01-02T03:04:05Z","type":"response"}`}, "\n")
+	es, st, err := ReadAll(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 3 || st != (ReadStats{Lines: 6, Events: 3, Malformed: 2, Other: 1}) {
+		t.Fatalf("%d events, %+v", len(es), st)
+	}
+}
+
+func ts(s int) time.Time { return time.Date(2026, 1, 2, 3, 4, s, 0, time.UTC) }
+
+// A round calling the same tool twice pairs the n-th log event with the
+// n-th trace call; a call only in history is added; the log's time wins.
+func TestMergeKeysAndOccurrences(t *testing.T) {
+	call := func(s int, req string, round int, tool, status string) audit.Event {
+		return audit.Event{TS: ts(s), ClawID: "a", Type: audit.TypeToolCall, RequestID: req, Round: round, Tool: tool, Status: status}
+	}
+	events := []audit.Event{
+		{TS: ts(1), ClawID: "a", Type: audit.TypeRequest, RequestID: "r1"},
+		call(2, "r1", 1, "svc.t", "ok"),
+		call(3, "r1", 1, "svc.t", "duplicate_tool_call"),
+		{TS: ts(4), ClawID: "a", Type: audit.TypeResponse, RequestID: "r1", TokensIn: audit.Ptr(10), TokensOut: audit.Ptr(2)},
+	}
+	entry := history.Entry{ID: "r1", AgentID: "a", Timestamp: ts(1), Model: "p/m", Usage: history.Usage{PromptTokens: 10, CompletionTokens: 2},
+		ToolTrace: []history.Round{
+			{Round: 1, RoundUsage: history.Usage{PromptTokens: 7, CompletionTokens: 1}, ToolCalls: []history.ToolCall{
+				{Name: "svc.t", Arguments: json.RawMessage(`{"n":1}`), Result: json.RawMessage(`{"ok":true,"data":1}`), Service: "svc"},
+				{Name: "svc.t", Arguments: json.RawMessage(`{"n":1}`), Result: json.RawMessage(`{"ok":false,"error":{"code":"duplicate_tool_call"}}`), Service: "svc", DuplicateOfRound: 1},
+			}},
+			{Round: 2, ToolCalls: []history.ToolCall{
+				{Name: "svc.u", Arguments: json.RawMessage(`{}`), Result: json.RawMessage(`{"ok":false,"error":{"code":"timeout"}}`), Service: "svc", LatencyMS: 30000},
+			}},
+		}}
+	rs := Merge(events, []history.Entry{entry})
+	// Ordered by time: the history-only call carries the exchange's start.
+	var calls []Record
+	for _, r := range rs {
+		if r.Type == audit.TypeToolCall {
+			calls = append(calls, r)
+		}
+	}
+	calls = append(calls[1:], calls[0])
+	if len(rs) != 5 || len(calls) != 3 {
+		t.Fatalf("%d records, %d calls", len(rs), len(calls))
+	}
+	if c := calls[0]; c.Source != SourceBoth || c.Status != "ok" || string(c.Result) != `{"ok":true,"data":1}` || *c.RoundTokensIn != 7 || c.Service != "svc" {
+		t.Errorf("first: %+v", c)
+	}
+	if c := calls[1]; c.Source != SourceBoth || c.DuplicateOfRound != 1 || c.TS != ts(3) {
+		t.Errorf("second: %+v", c)
+	}
+	if c := calls[2]; c.Source != SourceHistory || c.Status != "timeout" || c.Tool != "svc.u" || !c.IsToolError() {
+		t.Errorf("history only: %+v", c)
+	}
+	s := Summarize(rs)
+	if tot := s.Total; tot.Requests != 1 || tot.Responses != 1 || tot.ToolCalls != 3 || tot.ToolErrors != 2 || tot.TokensIn != 10 {
+		t.Errorf("summary %+v", tot)
+	}
+}
+
+func TestFilterAndSummaryWithoutAgent(t *testing.T) {
+	rs := []Record{
+		{Event: audit.Event{TS: ts(1), Type: audit.TypeManifestError, Error: "bad tools.json"}},
+		{Event: audit.Event{TS: ts(2), ClawID: "b", Type: audit.TypeRequest, Model: "p/m"}},
+		{Event: audit.Event{TS: ts(3), ClawID: "a", Type: audit.TypeError, StatusCode: 502, TokensIn: audit.Ptr(3)}},
+	}
+	s := Summarize(rs)
+	if len(s.Agents) != 3 || s.Agents[0].Agent != NoAgent || s.Agents[0].Errors != 1 || s.Total.Errors != 2 || s.Total.TokensIn != 3 {
+		t.Fatalf("%+v", s)
+	}
+	f := Filter{Since: ts(2), Agents: []string{"a"}}
+	if got := f.Apply(rs); len(got) != 1 || got[0].ClawID != "a" {
+		t.Fatalf("%+v", got)
+	}
+	if (Filter{Types: []string{"nope"}}).Validate() == nil {
+		t.Fatal("unknown type accepted")
+	}
+}
+
+func FuzzEvents(f *testing.F) {
+	f.Add("cllama-1  | {\"ts\":\"2026-01-02T03:04:05Z\",\"type\":\"request\"}\nnoise\n{")
+	f.Add("{\"ts\":\"2026-01-02T03:04:05Z\",\"type\":\"tool_call\",\"round\":1}")
+	f.Fuzz(func(t *testing.T, in string) {
+		var st ReadStats
+		n := 0
+		for e, err := range Events(strings.NewReader(in), &st) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Type == "" || e.TS.IsZero() {
+				t.Fatalf("bad event %+v", e)
+			}
+			n++
+		}
+		if n != st.Events || st.Events+st.Malformed+st.Other > st.Lines {
+			t.Fatalf("stats %+v, %d events", st, n)
+		}
+	})
+}
