@@ -127,7 +127,9 @@ func auditRun(ctx context.Context, f *Factory, opts *AuditOptions) error {
 		return err
 	}
 	src.HistoryFiles, src.HistoryEntries, src.HistoryMalformed = hst.Files, hst.Entries, hst.Malformed
-	rep := auditlog.NewReport(name, src, filter, auditlog.Merge(events, entries))
+	records := auditlog.Merge(events, entries)
+	auditlog.MarkEffects(records, cp.toolReadOnly())
+	rep := auditlog.NewReport(name, src, filter, records)
 	if opts.JSON {
 		return rep.WriteJSON(f.IO.Out)
 	}

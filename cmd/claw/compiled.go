@@ -101,3 +101,28 @@ func trimPath(err error) error {
 	}
 	return err
 }
+
+// toolReadOnly returns a lookup of the readOnly annotation of the tools in
+// each compiled agent's tools.json, read once.
+func (cp *compiledPod) toolReadOnly() func(agent, tool string) (bool, bool) {
+	byAgent := map[string]map[string]bool{}
+	for _, id := range cp.Agents {
+		data, err := os.ReadFile(filepath.Join(cp.Dir, filepath.FromSlash(compile.ContextDir), id, "tools.json"))
+		if err != nil {
+			continue
+		}
+		tm, err := manifest.ParseTools(data)
+		if err != nil {
+			continue
+		}
+		m := map[string]bool{}
+		for _, t := range tm.Tools {
+			m[t.Name] = t.Annotations.IsReadOnly()
+		}
+		byAgent[id] = m
+	}
+	return func(agent, tool string) (bool, bool) {
+		ro, ok := byAgent[agent][tool]
+		return ro, ok
+	}
+}

@@ -34,8 +34,35 @@ type Record struct {
 	// DuplicateOfRound is set on a repeated call that was answered with
 	// a duplicate_tool_call error instead of being executed again.
 	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`
+	// Effect is "read-only" or "side-effect" (the tool's readOnly
+	// annotation, spec 000 "Tool annotations") for tool calls of tools
+	// the agent's compiled tools.json declares; empty otherwise.
+	Effect string `json:"effect,omitempty"`
 	// Source is SourceLog, SourceHistory or SourceBoth.
 	Source string `json:"source"`
+}
+
+// Effects of a tool call.
+const (
+	EffectReadOnly   = "read-only"
+	EffectSideEffect = "side-effect"
+)
+
+// MarkEffects sets Effect on the tool calls whose tool readOnly knows
+// (known false leaves Effect empty: an unknown or since-revoked tool).
+func MarkEffects(rs []Record, readOnly func(agent, tool string) (ro, known bool)) {
+	for i := range rs {
+		r := &rs[i]
+		if r.Type != audit.TypeToolCall {
+			continue
+		}
+		if ro, known := readOnly(r.ClawID, r.Tool); known {
+			r.Effect = EffectSideEffect
+			if ro {
+				r.Effect = EffectReadOnly
+			}
+		}
+	}
 }
 
 // callKey identifies one managed call across the two records of it. cllama

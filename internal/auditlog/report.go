@@ -162,7 +162,11 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	if agent == "" {
 		agent = NoAgent
 	}
-	fmt.Fprintf(w, "  %s  %s  %s  %s  %s\n", stamp(c.TS), agent, c.Tool, status, latency)
+	tool := c.Tool
+	if c.Effect != "" {
+		tool += " [" + c.Effect + "]"
+	}
+	fmt.Fprintf(w, "  %s  %s  %s  %s  %s\n", stamp(c.TS), agent, tool, status, latency)
 	ctx := []string{}
 	if c.RequestID != "" {
 		ctx = append(ctx, "request "+c.RequestID)
