@@ -37,10 +37,10 @@ func ReadHistoryDir(dir string) ([]history.Entry, HistoryDirStats, error) {
 			continue
 		}
 		path := history.Path(dir, de.Name())
-		if _, err := os.Stat(path); err != nil {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		es, hs, err := history.ReadFile(path)
+		es, hs, err := readTraces(path)
 		if err != nil {
 			return nil, st, err
 		}
@@ -50,4 +50,25 @@ func ReadHistoryDir(dir string) ([]history.Entry, HistoryDirStats, error) {
 		out = append(out, es...)
 	}
 	return out, st, nil
+}
+
+// readTraces reads one history file, dropping each entry's request and
+// response bodies as it goes: the audit needs the trace and usage only,
+// and a long history's bodies would not fit in memory together.
+func readTraces(path string) ([]history.Entry, history.Stats, error) {
+	var hs history.Stats
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, hs, fmt.Errorf("session history: %w", err)
+	}
+	defer f.Close()
+	var out []history.Entry
+	for e, err := range history.Entries(f, &hs) {
+		if err != nil {
+			return nil, hs, fmt.Errorf("%s: %w", path, err)
+		}
+		e.Request, e.Response = nil, nil
+		out = append(out, e)
+	}
+	return out, hs, nil
 }
