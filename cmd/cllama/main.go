@@ -76,6 +76,9 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	if fi, err := os.Stat(cfg.ContextRoot); err != nil || !fi.IsDir() {
+		fmt.Fprintf(stderr, "cllama: warning: context root %s is not a readable directory (CLAW_CONTEXT_ROOT); every agent will be refused\n", cfg.ContextRoot)
+	}
 	fmt.Fprintf(stderr, "cllama: listening on %s (pod %q, context %s, providers: %s, history: %s)\n",
 		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), orOff(cfg.HistoryDir))
 
