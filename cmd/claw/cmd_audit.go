@@ -112,6 +112,11 @@ func auditRun(ctx context.Context, f *Factory, opts *AuditOptions) error {
 	if err != nil {
 		return err
 	}
+	for _, c := range opts.Claws {
+		if !cp.hasAgent(c) {
+			fmt.Fprintf(f.IO.ErrOut, "warning: --claw %s: no such agent in the compiled pod (agents: %s)\n", c, strings.Join(cp.Agents, ", "))
+		}
+	}
 	name, err := cp.podName(ctx, f, &opts.PodOptions)
 	if err != nil {
 		return err
