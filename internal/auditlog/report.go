@@ -82,6 +82,19 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	row(r.Summary.Total)
 	_ = tw.Flush()
+	if len(r.Summary.Tools) > 0 {
+		fmt.Fprintln(ew)
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "AGENT\tTOOL\tEFFECT\tCALLS\tERRORS\tLATENCY TOTAL\tLATENCY MAX")
+		for _, t := range r.Summary.Tools {
+			eff := t.Effect
+			if eff == "" {
+				eff = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%dms\t%dms\n", t.Agent, t.Tool, eff, t.Calls, t.Errors, t.LatencyMSTotal, t.LatencyMSMax)
+		}
+		_ = tw.Flush()
+	}
 	if o.SummaryOnly {
 		return ew.err
 	}

@@ -74,10 +74,24 @@ type AgentSummary struct {
 	Models      []string `json:"models"`
 }
 
-// Summary is the per-agent table and its totals.
+// Summary is the per-agent table and its totals, and the tool calls
+// counted per agent and tool.
 type Summary struct {
 	Agents []AgentSummary `json:"agents"`
 	Total  AgentSummary   `json:"total"`
+	Tools  []ToolSummary  `json:"tools"`
+}
+
+// ToolSummary counts one agent's calls of one tool.
+type ToolSummary struct {
+	Agent  string `json:"agent"`
+	Tool   string `json:"tool"`
+	Effect string `json:"effect,omitempty"`
+	Calls  int    `json:"calls"`
+	Errors int    `json:"errors"`
+	// LatencyMSTotal and LatencyMSMax are over the calls that report one.
+	LatencyMSTotal int64 `json:"latency_ms_total"`
+	LatencyMSMax   int64 `json:"latency_ms_max"`
 }
 
 // NoAgent labels events without a claw id (a manifest that failed to load,
@@ -133,6 +147,7 @@ func Summarize(rs []Record) Summary {
 		}
 	}
 	var sum Summary
+	sum.Tools = summarizeTools(rs)
 	ids := make([]string, 0, len(by))
 	for id := range by {
 		ids = append(ids, id)
@@ -157,5 +172,50 @@ func sortedSet(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// summarizeTools counts tool calls per agent and tool, sorted by agent
+// then tool.
+func summarizeTools(rs []Record) []ToolSummary {
+	type key struct{ agent, tool string }
+	by := map[key]*ToolSummary{}
+	for i := range rs {
+		r := &rs[i]
+		if r.Type != audit.TypeToolCall {
+			continue
+		}
+		id := r.ClawID
+		if id == "" {
+			id = NoAgent
+		}
+		k := key{id, r.Tool}
+		t := by[k]
+		if t == nil {
+			t = &ToolSummary{Agent: id, Tool: r.Tool}
+			by[k] = t
+		}
+		t.Calls++
+		if r.IsToolError() {
+			t.Errors++
+		}
+		if r.Effect != "" {
+			t.Effect = r.Effect
+		}
+		if r.LatencyMS != nil {
+			t.LatencyMSTotal += *r.LatencyMS
+			t.LatencyMSMax = max(t.LatencyMSMax, *r.LatencyMS)
+		}
+	}
+	out := make([]ToolSummary, 0, len(by))
+	for _, t := range by {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Agent != out[j].Agent {
+			return out[i].Agent < out[j].Agent
+		}
+		return out[i].Tool < out[j].Tool
+	})
 	return out
 }
