@@ -48,7 +48,14 @@ type Store struct {
 
 	mu     sync.RWMutex
 	agents map[string]*entry
+	// missing remembers ids without a metadata.json until the next check
+	// (unix nanos), so a flood of unknown ids costs map lookups, not
+	// stat calls, and answers as fast as a known agent. It is bounded by
+	// maxMissing and simply emptied when full.
+	missing map[string]int64
 }
+
+const maxMissing = 4096
 
 // StoreOptions configures a Store. The zero value means defaults.
 type StoreOptions struct {
@@ -67,7 +74,7 @@ type StoreOptions struct {
 
 // NewStore returns a Store reading agents under root.
 func NewStore(root string, opts StoreOptions) *Store {
-	s := &Store{root: root, interval: opts.CheckInterval, now: opts.Now, onError: opts.OnError, agents: make(map[string]*entry)}
+	s := &Store{root: root, interval: opts.CheckInterval, now: opts.Now, onError: opts.OnError, agents: make(map[string]*entry), missing: make(map[string]int64)}
 	if s.interval == 0 {
 		s.interval = DefaultCheckInterval
 	}
@@ -104,11 +111,15 @@ func (s *Store) Get(id string) (*Agent, error) {
 	if !manifest.ValidAgentID(id) {
 		return nil, ErrUnknownAgent
 	}
+	now := s.now()
 	s.mu.RLock()
 	e := s.agents[id]
+	until, miss := s.missing[id]
 	s.mu.RUnlock()
-	now := s.now()
 	if e == nil {
+		if miss && now.UnixNano() < until {
+			return nil, ErrUnknownAgent
+		}
 		return s.first(id, now)
 	}
 	if now.UnixNano()-e.checked.Load() >= int64(s.interval) {
@@ -124,12 +135,21 @@ func (s *Store) Get(id string) (*Agent, error) {
 func (s *Store) first(id string, now time.Time) (*Agent, error) {
 	a, stamp, err := s.load(id)
 	if errors.Is(err, ErrUnknownAgent) {
+		if s.interval > 0 {
+			s.mu.Lock()
+			if len(s.missing) >= maxMissing {
+				clear(s.missing)
+			}
+			s.missing[id] = now.UnixNano() + int64(s.interval)
+			s.mu.Unlock()
+		}
 		return nil, err
 	}
 	e := &entry{stamp: stamp}
 	e.state.Store(&loaded{a, err})
 	e.checked.Store(now.UnixNano())
 	s.mu.Lock()
+	delete(s.missing, id)
 	if prev := s.agents[id]; prev != nil {
 		e = prev // another request loaded it first; keep one entry
 	} else {

@@ -1,6 +1,7 @@
 package agentctx
 
 import (
+	"fmt"
 	"errors"
 	"os"
 	"path/filepath"
@@ -157,5 +158,28 @@ func TestStoreBrokenAgentCachedAndReportedOnce(t *testing.T) {
 	now = now.Add(time.Minute)
 	if _, err := s.Get("alice"); !errors.Is(err, ErrUnknownAgent) || len(s.agents) != 0 {
 		t.Fatalf("removed agent: %v, cache %d", err, len(s.agents))
+	}
+}
+
+func TestStoreRemembersMissingUntilNextCheck(t *testing.T) {
+	root := t.TempDir()
+	now := time.Unix(1000, 0)
+	s := NewStore(root, StoreOptions{Now: func() time.Time { return now }})
+	if _, err := s.Get("late"); !errors.Is(err, ErrUnknownAgent) {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "late", "metadata.json"), `{"token":"late:s"}`)
+	if _, err := s.Get("late"); !errors.Is(err, ErrUnknownAgent) {
+		t.Fatal("missing agent re-read before the check interval")
+	}
+	now = now.Add(2 * time.Second)
+	if a, err := s.Get("late"); err != nil || a.ID != "late" {
+		t.Fatalf("agent created later not found: %v", err)
+	}
+	for i := range maxMissing + 10 {
+		_, _ = s.Get(fmt.Sprintf("ghost%d", i))
+	}
+	if len(s.missing) > maxMissing {
+		t.Fatalf("negative cache grew to %d", len(s.missing))
 	}
 }
