@@ -1,8 +1,8 @@
 package agentctx
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
