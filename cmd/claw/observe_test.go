@@ -62,7 +62,7 @@ func runClaw(t *testing.T, engineLog string, args ...string) *obsRun {
 // rewrites it.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(goldenDir(t), name)
+	path := filepath.Join(goldenDir, name)
 	if updateGoldens() {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -78,26 +78,21 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// goldenDir is testdata/observe/golden as an absolute path, so tests that
-// change directory still find it.
-func goldenDir(t *testing.T) string {
-	t.Helper()
+// goldenDir is testdata/observe/golden as an absolute path (the working
+// directory at start-up is the package's), so tests that change directory
+// still find it.
+var goldenDir = func() string {
 	wd, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if d := os.Getenv("CLAW_OBSERVE_GOLDEN"); d != "" {
-		return d
+		panic(err)
 	}
 	return filepath.Join(wd, observeDir, "golden")
-}
+}()
 
 // inObservePod prepares the fixture pod and makes it the working
 // directory, so the default -f ./claw-pod.yml finds it.
 func inObservePod(t *testing.T) string {
 	t.Helper()
-	gd := goldenDir(t)
-	t.Setenv("CLAW_OBSERVE_GOLDEN", gd)
 	dir := observePod(t)
 	t.Chdir(dir)
 	return dir
