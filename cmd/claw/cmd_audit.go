@@ -44,7 +44,7 @@ func NewCmdAudit(f *Factory, runF func(context.Context, *Factory, *AuditOptions)
 	opts := &AuditOptions{}
 	cmd := &cobra.Command{
 		Use:   "audit [-f claw-pod.yml] [--since 1h|RFC3339] [--claw AGENT] [--type TYPE] [--json] [--log FILE]",
-		Short: "Report what the pod's agents did: requests, tokens, tool calls with arguments and results",
+		Short: "Report what the agents did: requests, tokens, tool calls with arguments and results",
 		Long: `Audit merges cllama's audit events (from ` + "`docker compose logs cllama`" + ` of the
 running pod, or from --log FILE) with the session history cllama wrote under
 .claw-runtime/history, whose tool_trace adds each managed call's arguments and

@@ -30,7 +30,7 @@ func NewCmdInspect(f *Factory, runF func(context.Context, *Factory, *InspectOpti
 	opts := &InspectOptions{}
 	cmd := &cobra.Command{
 		Use:   "inspect [service|agent] [-f claw-pod.yml] [--json]",
-		Short: "Show the compiled pod: each service's descriptor, each agent's tools, feeds and policy, and where they came from",
+		Short: "Show each service's descriptor and each agent's tools, feeds and policy, with where they came from",
 		Long: `Inspect is the operator's view of the compiled pod.
 
 Per service: where its descriptor was found (describe-file, discovered
