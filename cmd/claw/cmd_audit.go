@@ -53,8 +53,9 @@ request id, round and tool name (the n-th such call in the log with the n-th
 in the trace).
 
 The text report is a per-agent table (requests, responses, errors, tool calls,
-tool errors, tokens in/out, models) with totals, then every tool call (time,
-agent, tool, status, latency, request and round, the round's tokens,
+tool errors, tokens in/out, models) with totals, a table per agent and tool
+(read-only or side-effect, calls, errors, latency), then every tool call
+(time, agent, tool, status, latency, request and round, the round's tokens,
 arguments, result) and every error. --json prints the summary and the events
 with stable field names. Lines that are not audit events are counted and
 skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.`,
@@ -73,7 +74,7 @@ skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.`,
 	fl.StringSliceVar(&opts.Types, "type", nil, "only these event types (repeatable, or comma-separated)")
 	fl.BoolVar(&opts.JSON, "json", false, "print the summary and events as JSON")
 	fl.StringVar(&opts.Log, "log", "", "read cllama's audit log from this file (- for stdin) instead of docker compose logs")
-	fl.BoolVar(&opts.SummaryOnly, "summary", false, "print the per-agent table only")
+	fl.BoolVar(&opts.SummaryOnly, "summary", false, "print the tables only")
 	fl.BoolVar(&opts.Full, "full", false, "print arguments, results and messages without cutting them")
 	return cmd
 }
