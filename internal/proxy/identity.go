@@ -26,9 +26,9 @@ func presentedToken(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// dummyDigest is compared against when the agent does not exist, so an
-// unknown agent costs the same as a wrong secret.
-var dummyDigest = sha256.Sum256([]byte("clawgo: no such agent"))
+// noSuchAgent stands in for the expected token when the agent does not
+// exist, so an unknown agent costs the same work as a wrong secret.
+const noSuchAgent = "clawgo: no such agent"
 
 // authenticate resolves the presented token to an agent. It returns
 // errMalformedCredentials (401) when the token is not "<agent-id>:<secret>",
@@ -40,14 +40,13 @@ func (s *Server) authenticate(token string) (*agentctx.Agent, error) {
 	if !ok {
 		return nil, errMalformedCredentials
 	}
-	presented := sha256.Sum256([]byte(token))
 	a, err := s.agents.Get(id)
-	if err != nil {
-		subtle.ConstantTimeCompare(presented[:], dummyDigest[:])
-		return nil, errBadCredentials
+	expected := noSuchAgent
+	if err == nil {
+		expected = a.Metadata.Token
 	}
-	want := sha256.Sum256([]byte(a.Metadata.Token))
-	if subtle.ConstantTimeCompare(presented[:], want[:]) != 1 {
+	presented, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(expected))
+	if subtle.ConstantTimeCompare(presented[:], want[:]) != 1 || err != nil {
 		return nil, errBadCredentials
 	}
 	return a, nil
