@@ -98,6 +98,12 @@ func writeFileB(b *testing.B, path, content string) {
 
 // do sends one request and drains the answer, returning its latency.
 func (r *benchRig) do(b *testing.B, url string, body []byte) time.Duration {
+	total, _ := r.doTTFB(b, url, body)
+	return total
+}
+
+// doTTFB is do that also returns the time to the first body byte.
+func (r *benchRig) doTTFB(b *testing.B, url string, body []byte) (total, ttfb time.Duration) {
 	start := time.Now()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -106,12 +112,15 @@ func (r *benchRig) do(b *testing.B, url string, body []byte) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var one [1]byte
+	_, _ = io.ReadFull(resp.Body, one[:])
+	ttfb = time.Since(start)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		b.Fatalf("status %d", resp.StatusCode)
 	}
-	return time.Since(start)
+	return time.Since(start), ttfb
 }
 
 func cpuTime() time.Duration {
@@ -175,13 +184,17 @@ func BenchmarkAddedLatency(b *testing.B) {
 				rig.do(b, du, direct)
 				rig.do(b, pu, proxied)
 			}
-			var dl, pl []time.Duration
+			var dl, pl, dt, pt []time.Duration
 			b.ResetTimer()
 			for b.Loop() {
-				dl = append(dl, rig.do(b, du, direct))
-				pl = append(pl, rig.do(b, pu, proxied))
+				d, dtt := rig.doTTFB(b, du, direct)
+				p, ptt := rig.doTTFB(b, pu, proxied)
+				dl, pl, dt, pt = append(dl, d), append(pl, p), append(dt, dtt), append(pt, ptt)
 			}
 			b.StopTimer()
+			if kind == "stream" {
+				b.ReportMetric(float64((percentile(pt, 0.50) - percentile(dt, 0.50)).Microseconds()), "added-ttfb-p50-µs")
+			}
 			b.ReportMetric(float64(percentile(dl, 0.50).Microseconds()), "direct-p50-µs")
 			b.ReportMetric(float64(percentile(pl, 0.50).Microseconds()), "proxy-p50-µs")
 			b.ReportMetric(float64((percentile(pl, 0.50) - percentile(dl, 0.50)).Microseconds()), "added-p50-µs")
