@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -167,7 +168,7 @@ func publishedAddr(out string) string {
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		line = strings.TrimSpace(line)
 		host, port, err := net.SplitHostPort(line)
-		if err != nil || port == "" || port == "0" {
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
 			continue
 		}
 		if host == "" || host == "0.0.0.0" || host == "::" {

@@ -70,13 +70,17 @@ func startLocal(ctx context.Context, t Target, o Options, logs *tail) (*running,
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	r := &running{exited: make(chan struct{})}
+	scanned := make(chan struct{})
 	go func() {
 		r.exitErr = cmd.Wait()
 		pw.Close()
+		// exited also means every line has reached logs.
+		<-scanned
 		close(r.exited)
 	}()
 	addr := make(chan string, 1)
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		found := false
