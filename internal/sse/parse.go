@@ -32,7 +32,8 @@ var bufPool sync.Pool
 // algorithm requires.
 //
 // The yielded Event's Data and Raw alias internal buffers and are valid only
-// until the next iteration; use Event.Clone to keep one. A read error other
+// until the next iteration (or, after a break, for good); use Event.Clone to
+// keep one longer. A read error other
 // than io.EOF, or a block larger than maxEventBytes (DefaultMaxEventBytes when
 // <= 0), is yielded once as the error and ends the iteration.
 func Parse(r io.Reader, maxEventBytes int) iter.Seq2[Event, error] {
@@ -44,20 +45,19 @@ func Parse(r io.Reader, maxEventBytes int) iter.Seq2[Event, error] {
 		if bp, ok := bufPool.Get().(*[]byte); ok {
 			p.buf = (*bp)[:0]
 		}
-		// Events alias the buffer only until the next iteration, so once
-		// the iteration ends the buffer can serve the next stream.
-		defer func() {
-			if cap(p.buf) <= maxPooledBuf {
-				b := p.buf[:0]
-				bufPool.Put(&b)
-			}
-		}()
 		for {
 			ev, err := p.next()
 			if err == io.EOF {
+				p.release()
 				return
 			}
-			if !yield(ev, err) || err != nil {
+			if !yield(ev, err) {
+				// The caller broke out and may still hold ev: leave the
+				// buffer to it (and the GC).
+				return
+			}
+			if err != nil {
+				p.release()
 				return
 			}
 		}
@@ -79,6 +79,16 @@ type parser struct {
 	id    string
 	// lastName caches the previous event name.
 	lastName string
+}
+
+// release returns the read buffer to the pool once no yielded event can
+// alias it any more.
+func (p *parser) release() {
+	if cap(p.buf) <= maxPooledBuf {
+		b := p.buf[:0]
+		bufPool.Put(&b)
+	}
+	p.buf = nil
 }
 
 // fill reads more input, compacting the buffer so the current block stays

@@ -239,3 +239,17 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestEventSurvivesBreak(t *testing.T) {
+	var last Event
+	for ev := range Parse(strings.NewReader("data: first\n\ndata: second\n\n"), 0) {
+		last = ev
+		break
+	}
+	// Another parse must not reuse the buffer the kept event aliases.
+	for range Parse(strings.NewReader("data: XXXXXXXXXXXXXXXX\n\n"), 0) {
+	}
+	if string(last.Data) != "first" || string(last.Raw) != "data: first\n\n" {
+		t.Fatalf("kept event changed: %q %q", last.Data, last.Raw)
+	}
+}
