@@ -16,6 +16,7 @@ command -v docker >/dev/null || { echo "demo: docker is not installed; the demo 
 docker info >/dev/null 2>&1 || { echo "demo: the Docker daemon is not reachable (is it running?)" >&2; exit 1; }
 
 t0=$(date +%s)
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 echo "== building binaries and images (FROM scratch, nothing is pulled)"
 make -s build
 scripts/images.sh
@@ -55,8 +56,8 @@ for svc in analyst executor; do
   [ "$code" = 0 ] || { echo "demo: $svc exited with $code" >&2; status=1; }
 done
 
-echo; echo "== claw audit"
-"$claw" audit || status=1
+echo; echo "== claw audit (this run)"
+"$claw" audit --since "$started" || status=1
 
 echo; echo "== what trading-api received"
 docker logs "$(container trading-api)" 2>&1 | grep -o 'received .*' || true

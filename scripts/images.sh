@@ -31,7 +31,11 @@ image() {
   printf 'FROM scratch\n%s%s\nENTRYPOINT ["/%s"]\n' "$copies" "${EXTRA:-}" "$entry" > "$ctx/Dockerfile"
   [ -n "${EXTRA_DIR:-}" ] && cp -R "$EXTRA_DIR"/. "$ctx/"
   echo "images: building $PREFIX/$name:$TAG"
-  docker build -q -t "$PREFIX/$name:$TAG" "$ctx" >/dev/null
+  # The legacy builder warns about itself on stderr; show stderr only on failure.
+  if ! docker build -q -t "$PREFIX/$name:$TAG" "$ctx" >/dev/null 2>"$work/$name.err"; then
+    cat "$work/$name.err" >&2
+    exit 1
+  fi
 }
 
 want() { [ -z "$SELECTED" ] || [[ " ${SELECTED} " == *" $1 "* ]]; }
@@ -47,4 +51,4 @@ if want example-trading-api; then
 fi
 want example-openai-runner && image example-openai-runner openai-runner ./examples/trading-desk/runners/openai-runner
 want example-anthropic-runner && image example-anthropic-runner anthropic-runner ./examples/trading-desk/runners/anthropic-runner
-docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep "^$PREFIX/" | sort
+docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep "^$PREFIX/.*:$TAG\b" | sort
