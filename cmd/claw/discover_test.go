@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
 // buildTools builds claw-mcp-stdio and claw-mcp-echo into a temporary
@@ -99,12 +105,67 @@ spec:
 		t.Errorf("echo.shout execution = %+v", e)
 	}
 
+	// cllama's executor runs the compiled tools through the real wrapper
+	// (started here on loopback in place of the pod's echo service).
+	base := startWrapper(t, filepath.Join(bin, "claw-mcp-stdio"), filepath.Join(bin, "claw-mcp-echo"))
+	ex := toolexec.New(toolexec.Options{})
+	defer ex.Close()
+	for _, c := range []struct{ tool, args, want string }{
+		{"echo.shout", `{"text":"hello"}`, "hello"},
+		{"echo.add", `{"a":2,"b":3}`, "5"},
+	} {
+		var tool *manifest.Tool
+		for i := range m.Tools {
+			if m.Tools[i].Name == c.tool {
+				tool = &m.Tools[i]
+			}
+		}
+		tool.Execution.BaseURL = base
+		env := ex.Run(context.Background(), toolexec.Call{AgentID: "analyst", Tool: tool, Arguments: json.RawMessage(c.args)})
+		if !env.OK || !strings.Contains(string(env.Data), c.want) {
+			t.Errorf("%s(%s) = %+v", c.tool, c.args, env)
+		}
+	}
+
 	// Changing the command since discovery warns.
 	h.err.Reset()
 	h.f.Env = []string{"ECHO_BIN=/elsewhere/claw-mcp-echo"}
 	if code := h.run("compile", "-q", "-f", file); code != ExitOK || !strings.Contains(h.err.String(), "command changed since") {
 		t.Errorf("compile after a command change: exit %d, stderr:\n%s", code, h.err.String())
 	}
+}
+
+// startWrapper runs claw-mcp-stdio around server on a free loopback port
+// until the test ends and returns its base URL once healthy.
+func startWrapper(t *testing.T, wrapper, server string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, wrapper, "-addr", addr, "--", server)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	base := "http://" + addr
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the wrapper did not become healthy")
+	return ""
 }
 
 func TestDiscoverUsage(t *testing.T) {
