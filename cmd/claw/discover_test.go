@@ -48,7 +48,7 @@ services:
       cllama: passthrough
       tools:
         - service: echo
-          allow: [add, shout]
+          allow: [add, shout, nap]
   echo:
     image: clawgo/claw-mcp-stdio:dev
     x-claw:
@@ -61,6 +61,13 @@ metadata: {name: shout}
 spec:
   mcp_source: {uri: "stdio:///claw-mcp-echo", tool_name: echo}
   timeout_ms: 1000
+---
+claw: "0.3.0"
+kind: Tool
+metadata: {name: nap}
+spec:
+  mcp_source: {uri: "stdio:///claw-mcp-echo", tool_name: slow}
+  timeout_ms: 200
 `
 	for name, body := range map[string]string{"claw-pod.yml": podYML, "shout.yaml": shout} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -110,9 +117,16 @@ spec:
 	base := startWrapper(t, filepath.Join(bin, "claw-mcp-stdio"), filepath.Join(bin, "claw-mcp-echo"))
 	ex := toolexec.New(toolexec.Options{})
 	defer ex.Close()
-	for _, c := range []struct{ tool, args, want string }{
-		{"echo.shout", `{"text":"hello"}`, "hello"},
-		{"echo.add", `{"a":2,"b":3}`, "5"},
+	// Spec 001: arguments are validated against input_schema (-32602) and
+	// timeout_ms ends a call (-32014).
+	for _, c := range []struct {
+		tool, args, want string
+		rpc              int
+	}{
+		{"echo.shout", `{"text":"hello"}`, "hello", 0},
+		{"echo.add", `{"a":2,"b":3}`, "5", 0},
+		{"echo.shout", `{"text":7}`, "", toolexec.RPCInvalidParams},
+		{"echo.nap", `{"ms":5000}`, "", toolexec.RPCTimeout},
 	} {
 		var tool *manifest.Tool
 		for i := range m.Tools {
@@ -122,6 +136,12 @@ spec:
 		}
 		tool.Execution.BaseURL = base
 		env := ex.Run(context.Background(), toolexec.Call{AgentID: "analyst", Tool: tool, Arguments: json.RawMessage(c.args)})
+		if c.rpc != 0 {
+			if env.OK || env.Error == nil || env.Error.RPCCode != c.rpc {
+				t.Errorf("%s(%s) = %+v, want JSON-RPC error %d", c.tool, c.args, env, c.rpc)
+			}
+			continue
+		}
 		if !env.OK || !strings.Contains(string(env.Data), c.want) {
 			t.Errorf("%s(%s) = %+v", c.tool, c.args, env)
 		}
