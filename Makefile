@@ -20,7 +20,7 @@ build:
 	@for b in $(BINARIES); do [ -d cmd/$$b ] && $(GO) build -o $(BIN)/$$b ./cmd/$$b || exit 1; done
 
 test:
-	$(GO) test -race -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
