@@ -102,6 +102,9 @@ func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "claw: discovering %s (%s) %s\n", t.Service, commandLine(t), where)
 		res, err := discover.Discover(ctx, t, do)
 		if err == nil {
+			for _, w := range res.Skipped {
+				fmt.Fprintf(f.IO.ErrOut, "warning: %s: service %q: %s\n", p.File, t.Service, w)
+			}
 			var rel string
 			if rel, err = discover.Write(p.Dir, t.Service, res.Data); err == nil {
 				reportDiscovered(f.IO.Out, res, rel)

@@ -61,6 +61,9 @@ type Result struct {
 	Snapshot *Snapshot
 	// Data is the rendered descriptor, ready for Write.
 	Data []byte
+	// Skipped says which listed tools were left out of the snapshot and
+	// why (a name or schema no descriptor may hold), one line each.
+	Skipped []string
 }
 
 // Discover starts the wrapper for t, lists its tools and stops it again —
@@ -109,10 +112,11 @@ func Discover(ctx context.Context, t Target, o Options) (res *Result, err error)
 		return nil, withLogs(err, logs)
 	}
 	sort.Slice(l.Tools, func(i, j int) bool { return l.Tools[i].Name < l.Tools[j].Name })
+	usable, skipped := usableTools(t.Path, l.Tools)
 	s := &Snapshot{
 		Version: 2,
 		MCP:     SnapshotMCP{Transport: capability.TransportStreamableHTTP, Path: t.Path},
-		Tools:   l.Tools,
+		Tools:   usable,
 		Discovery: DiscoveryMeta{
 			Service: t.Service, Command: t.Command, Args: t.Args, Image: t.Image, Mode: o.Mode,
 			ProtocolVersion: l.ProtocolVersion, Server: l.Server, DiscoveredAt: timestamp(o.Now()),
@@ -123,7 +127,22 @@ func Discover(ctx context.Context, t Target, o Options) (res *Result, err error)
 		return nil, fmt.Errorf("service %q: %w", t.Service, err)
 	}
 	s.Discovery.ToolCount = len(s.Tools)
-	return &Result{Service: t.Service, Snapshot: s, Data: data}, nil
+	return &Result{Service: t.Service, Snapshot: s, Data: data, Skipped: skipped}, nil
+}
+
+// usableTools drops tools no descriptor may hold (a name models cannot be
+// given, an input schema that is not an object schema), so one odd tool of
+// a third-party server does not make the others undiscoverable.
+func usableTools(path string, tools []Tool) (usable []Tool, skipped []string) {
+	for _, tl := range tools {
+		one := &Snapshot{Version: 2, MCP: SnapshotMCP{Transport: capability.TransportStreamableHTTP, Path: path}, Tools: []Tool{tl}}
+		if _, err := one.Render(); err != nil {
+			skipped = append(skipped, fmt.Sprintf("tool %q skipped: %v", tl.Name, err))
+			continue
+		}
+		usable = append(usable, tl)
+	}
+	return usable, skipped
 }
 
 // running is a started wrapper.

@@ -284,6 +284,21 @@ func TestRenderStable(t *testing.T) {
 	}
 }
 
+func TestUsableTools(t *testing.T) {
+	tools := []Tool{
+		{Name: "ok", InputSchema: []byte(`{"type":"object"}`)},
+		{Name: "bad name", InputSchema: []byte(`{"type":"object"}`)},
+		{Name: "scalar", InputSchema: []byte(`{"type":"string"}`)},
+	}
+	usable, skipped := usableTools("/mcp", tools)
+	if len(usable) != 1 || usable[0].Name != "ok" || len(skipped) != 2 {
+		t.Fatalf("usable %v skipped %v", usable, skipped)
+	}
+	if !strings.Contains(skipped[0], `tool "bad name" skipped`) || !strings.Contains(skipped[1], "inputSchema") {
+		t.Errorf("skipped = %q", skipped)
+	}
+}
+
 func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
 	for _, body := range []string{"one\n", "two\n"} {
