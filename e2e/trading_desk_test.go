@@ -115,6 +115,14 @@ func TestTradingDesk(t *testing.T) {
 		if len(seen) == 0 {
 			t.Fatal("the model received no requests")
 		}
+		mcpResult := slices.ContainsFunc(seen, func(rec modelsim.Record) bool {
+			return rec.Conversation != nil && slices.ContainsFunc(rec.ToolResults, func(r modelsim.ToolResult) bool {
+				return strings.Contains(r.Content, "Acme Corporation")
+			})
+		})
+		if !mcpResult {
+			t.Error("the MCP tool's result (Acme Corporation) never reached the model")
+		}
 		for _, rec := range seen {
 			if rec.Conversation == nil {
 				t.Fatalf("request %d was not understood: %s", rec.Seq, rec.Error)
@@ -125,6 +133,11 @@ func TestTradingDesk(t *testing.T) {
 			}
 			if !strings.Contains(rec.System, "BEGIN FEED: market-summary") {
 				t.Errorf("%s request %d: the market-summary feed is not in the system context", agent, rec.Seq)
+			}
+			for _, res := range rec.ToolResults {
+				if strings.Contains(res.Content, "http://") || strings.Contains(res.Content, ":8080/mcp") {
+					t.Errorf("request %d: a tool result shows a service URL: %s", rec.Seq, res.Content)
+				}
 			}
 			if !slices.Contains(rec.Tools, "save_note") {
 				t.Errorf("%s request %d: the runner's save_note was not offered beside the managed tools: %v", agent, rec.Seq, rec.Tools)
@@ -159,6 +172,9 @@ func TestTradingDesk(t *testing.T) {
 		}
 		if !find("analyst", "trading-api.get_market_context", "ok") {
 			t.Error("no ok tool_call event for the analyst's market context")
+		}
+		if !find("analyst", "market-data.lookup_symbol", "ok") {
+			t.Error("no ok tool_call event for the analyst's MCP call through the stdio wrapper")
 		}
 		if !find("analyst", "trading-api.execute_trade", "unknown_tool") {
 			t.Error("the analyst's attempted trade was not refused as unknown_tool")
