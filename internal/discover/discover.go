@@ -101,7 +101,8 @@ func Discover(ctx context.Context, t Target, o Options) (res *Result, err error)
 			err = fmt.Errorf("stopping the wrapper of %q: %w", t.Service, serr)
 		}
 	}()
-	if err := waitHealthy(ctx, r); err != nil {
+	health, err := waitHealthy(ctx, r)
+	if err != nil {
 		return nil, withLogs(err, logs)
 	}
 	l, err := listTools(ctx, r.base+t.Path, t.AuthToken, o.ClientVersion)
@@ -119,7 +120,8 @@ func Discover(ctx context.Context, t Target, o Options) (res *Result, err error)
 		Tools:   usable,
 		Discovery: DiscoveryMeta{
 			Service: t.Service, Command: t.Command, Args: t.Args, Image: t.Image, Mode: o.Mode,
-			ProtocolVersion: l.ProtocolVersion, Server: l.Server, DiscoveredAt: timestamp(o.Now()),
+			ProtocolVersion: l.ProtocolVersion, Server: l.Server, WrappedServer: health.Server,
+			DiscoveredAt: timestamp(o.Now()),
 		},
 	}
 	data, err := s.Render()
@@ -160,6 +162,7 @@ type running struct {
 // healthReport is the part of the wrapper's /healthz body discovery reads.
 type healthReport struct {
 	Status    string `json:"status"`
+	Server    string `json:"server"`
 	LastError string `json:"last_error"`
 	LastExit  string `json:"last_exit"`
 }
@@ -167,7 +170,7 @@ type healthReport struct {
 // waitHealthy polls /healthz until it answers 200. A wrapper whose child
 // failed to start ("restarting" or "stopped") fails at once with the
 // wrapper's reason: a snapshot of a crashing server would be wrong.
-func waitHealthy(ctx context.Context, r *running) error {
+func waitHealthy(ctx context.Context, r *running) (*healthReport, error) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -180,7 +183,7 @@ func waitHealthy(ctx context.Context, r *running) error {
 			_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return &h, nil
 			}
 			last = fmt.Sprintf("status %q", h.Status)
 			if h.Status == "restarting" || h.Status == "stopped" {
@@ -188,16 +191,16 @@ func waitHealthy(ctx context.Context, r *running) error {
 				if reason == "" {
 					reason = h.LastExit
 				}
-				return fmt.Errorf("the stdio MCP server did not start: %s", reason)
+				return nil, fmt.Errorf("the stdio MCP server did not start: %s", reason)
 			}
 		} else {
 			last = err.Error()
 		}
 		select {
 		case <-r.exited:
-			return fmt.Errorf("the wrapper exited before it was healthy: %v", r.exitErr)
+			return nil, fmt.Errorf("the wrapper exited before it was healthy: %v", r.exitErr)
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s/healthz (%s): %w", r.base, last, context.Cause(ctx))
+			return nil, fmt.Errorf("waiting for %s/healthz (%s): %w", r.base, last, context.Cause(ctx))
 		case <-tick.C:
 		}
 	}

@@ -247,7 +247,7 @@ func TestStopLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitHealthy(context.Background(), r); err != nil {
+	if _, err := waitHealthy(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.stop(); err != nil {

@@ -65,11 +65,14 @@ type DiscoveryMeta struct {
 	// change is noticed).
 	Image string `json:"image,omitempty"`
 	// Mode is "container" or "local".
-	Mode            string      `json:"mode"`
-	ProtocolVersion string      `json:"protocol_version"`
-	Server          *ServerInfo `json:"server,omitempty"`
-	DiscoveredAt    string      `json:"discovered_at"`
-	ToolCount       int         `json:"tool_count"`
+	Mode            string `json:"mode"`
+	ProtocolVersion string `json:"protocol_version"`
+	// Server is the MCP server that answered (the wrapper); WrappedServer
+	// is the stdio server behind it as the wrapper reports it.
+	Server        *ServerInfo `json:"server,omitempty"`
+	WrappedServer string      `json:"wrapped_server,omitempty"`
+	DiscoveredAt  string      `json:"discovered_at"`
+	ToolCount     int         `json:"tool_count"`
 }
 
 // ServerInfo is the MCP server's self-reported name and version.
