@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -59,7 +58,7 @@ stdio MCP service of the pod is discovered.`,
 	addPodFlags(cmd, &opts.PodOptions)
 	cmd.Flags().BoolVar(&opts.Local, "local", false, "run the wrapper and the command on the host instead of in a container")
 	cmd.Flags().StringVar(&opts.Wrapper, "wrapper", "", "claw-mcp-stdio binary for --local (default: next to claw, else on PATH)")
-	cmd.Flags().StringVar(&opts.Pull, "pull", "", "docker run --pull policy: missing, never or always (default: Docker's)")
+	cmd.Flags().StringVar(&opts.Pull, "pull", "", "docker run --pull policy: never (default: local images only), missing or always")
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", discover.DefaultTimeout, "time allowed per service (start, health, initialize, tools/list)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "show the wrapper's output")
 	return cmd
@@ -113,15 +112,17 @@ func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
 		}
 		failed = append(failed, t.Service)
 		errs = append(errs, fmt.Errorf("%s: service %q: %w", p.File, t.Service, err))
-		fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", errs[len(errs)-1])
+		if len(targets) > 1 {
+			fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", errs[len(errs)-1])
+		}
 	}
-	if len(failed) == 0 {
+	switch {
+	case len(failed) == 0:
 		return nil
-	}
-	if len(errs) == 1 {
+	case len(targets) == 1:
 		return errs[0]
 	}
-	return fmt.Errorf("discovery failed for %s: %w", strings.Join(failed, ", "), errors.Join(errs...))
+	return fmt.Errorf("discovery failed for %s (see above)", strings.Join(failed, ", "))
 }
 
 func reportDiscovered(w io.Writer, res *discover.Result, rel string) {

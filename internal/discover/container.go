@@ -90,6 +90,9 @@ func startContainer(ctx context.Context, t Target, o Options, logs *tail) (*runn
 		select {
 		case <-r.exited:
 			_ = r.stop()
+			if strings.Contains(logs.String(), "No such image") || strings.Contains(logs.String(), "Unable to find image") {
+				return nil, fmt.Errorf("image %s is not present locally: build it (for example scripts/images.sh or docker compose build) or pass --pull missing", t.Image)
+			}
 			return nil, fmt.Errorf("docker run %s exited: %v", t.Image, r.exitErr)
 		case <-ctx.Done():
 			_ = r.stop()
@@ -104,9 +107,11 @@ func startContainer(ctx context.Context, t Target, o Options, logs *tail) (*runn
 func dockerRunArgs(t Target, o Options, name string) (args, env []string) {
 	args = []string{"run", "--rm", "--name", name, "--label", ContainerLabel + "=" + t.Service,
 		"-p", "127.0.0.1::" + t.Port}
-	if o.Pull != "" {
-		args = append(args, "--pull", o.Pull)
+	pull := o.Pull
+	if pull == "" {
+		pull = "never"
 	}
+	args = append(args, "--pull", pull)
 	wenv := t.wrapperEnv(":" + t.Port)
 	keys := make([]string, 0, len(wenv))
 	for k := range wenv {

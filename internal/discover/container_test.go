@@ -108,6 +108,10 @@ func TestDiscoverContainerFailure(t *testing.T) {
 	if left := leftoverContainers(t, service); left != "" {
 		t.Errorf("discovery left containers behind: %s", left)
 	}
+	tg.Image = "clawgo-test/absent-image:none"
+	if _, err := Discover(context.Background(), tg, Options{Mode: ModeContainer, Timeout: time.Minute}); err == nil || !strings.Contains(err.Error(), "is not present locally") {
+		t.Fatalf("absent image (never pulled by default): %v", err)
+	}
 	tg.Image = ""
 	if _, err := Discover(context.Background(), tg, Options{}); err == nil || !strings.Contains(err.Error(), "has no image") {
 		t.Fatalf("image-less service: %v", err)

@@ -31,8 +31,9 @@ type Options struct {
 	Mode string
 	// Docker is the docker executable (container mode); default "docker".
 	Docker string
-	// Pull is docker run's --pull policy ("missing", "never", "always");
-	// empty leaves Docker's default.
+	// Pull is docker run's --pull policy ("missing", "never", "always").
+	// Default "never": like compile, discovery uses local images only
+	// unless asked to pull.
 	Pull string
 	// Wrapper is the claw-mcp-stdio executable (local mode); default: next
 	// to the running executable, else on PATH.
