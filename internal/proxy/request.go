@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/clawdapus/clawgo/internal/proxy/jsontop"
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // requestInfo is what the passthrough path needs from a runner's body: the

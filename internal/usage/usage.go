@@ -20,7 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/clawdapus/clawgo/internal/proxy/jsontop"
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // Usage is a token count pair.

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // CanonicalJSON re-encodes a JSON value with object keys sorted, no
@@ -75,32 +76,13 @@ func String(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", true
 	}
-	// Fast path: a plain string without escapes, the common case for
-	// message content, needs no decoder.
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && plain(raw[1:n-1]) {
-		return string(raw[1 : n-1]), true
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	// jsontop.Unquote needs no decoder for a plain string without
+	// escapes, the common case for message content.
+	s, err := jsontop.Unquote(raw)
+	if err != nil {
 		return "", false
 	}
 	return s, true
-}
-
-// plain reports whether a string literal's body decodes to itself: no
-// escapes, no control characters, valid UTF-8 (encoding/json replaces
-// invalid bytes).
-func plain(b []byte) bool {
-	ascii := true
-	for _, c := range b {
-		if c == '\\' || c == '"' || c < 0x20 {
-			return false
-		}
-		if c >= 0x80 {
-			ascii = false
-		}
-	}
-	return ascii || utf8.Valid(b)
 }
 
 // Bool decodes a raw JSON bool member; absent or null gives false.

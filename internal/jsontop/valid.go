@@ -10,8 +10,8 @@ const maxDepth = 10000
 // proxy validates every request body, and transcripts run to megabytes.
 func Valid(b []byte) bool {
 	v := validator{b: b}
-	i, ok := v.value(skipSpace(b, 0), 0)
-	return ok && skipSpace(b, i) == len(b)
+	i, ok := v.value(SkipSpace(b, 0), 0)
+	return ok && SkipSpace(b, i) == len(b)
 }
 
 type validator struct{ b []byte }
@@ -52,7 +52,7 @@ func (v *validator) object(i, depth int) (int, bool) {
 		return i, false
 	}
 	b := v.b
-	i = skipSpace(b, i)
+	i = SkipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
@@ -64,20 +64,20 @@ func (v *validator) object(i, depth int) (int, bool) {
 		if i, ok = v.str(i); !ok {
 			return i, false
 		}
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		if i, ok = v.value(skipSpace(b, i+1), depth); !ok {
+		if i, ok = v.value(SkipSpace(b, i+1), depth); !ok {
 			return i, false
 		}
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		case '}':
 			return i + 1, true
 		default:
@@ -91,7 +91,7 @@ func (v *validator) array(i, depth int) (int, bool) {
 		return i, false
 	}
 	b := v.b
-	i = skipSpace(b, i)
+	i = SkipSpace(b, i)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, true
 	}
@@ -100,13 +100,13 @@ func (v *validator) array(i, depth int) (int, bool) {
 		if i, ok = v.value(i, depth); !ok {
 			return i, false
 		}
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		case ']':
 			return i + 1, true
 		default:

@@ -23,8 +23,32 @@ func TestValid(t *testing.T) {
 	}
 }
 
+func TestValidJSON(t *testing.T) {
+	for _, s := range []string{
+		`{}`, ` [ ] `, `0`, `-0.5e+10`, `1E2`, `"a\u00e9\n\"\\\/"`, `{"a":[1,true,false,null,{"b":"c"}]}`,
+		"\t{\"x\" : 1 }\r\n", "\"\xff\"", `[` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `]`,
+	} {
+		if !Valid([]byte(s)) || !json.Valid([]byte(s)) {
+			t.Errorf("%q: want valid", s)
+		}
+	}
+	for _, s := range []string{
+		``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `01`, `1.`, `.5`, `1e`, `-`, `+1`, `tru`, `nul`,
+		`"\x"`, `"\u12g4"`, "\"a\nb\"", `"abc`, `[1 2]`, `{} {}`, `truex`, `[1]]`, `{"a":1}}`, `NaN`,
+	} {
+		if Valid([]byte(s)) || json.Valid([]byte(s)) {
+			t.Errorf("%q: want invalid", s)
+		}
+	}
+	deep := strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1)
+	if Valid([]byte(deep)) {
+		t.Error("nesting past maxDepth accepted")
+	}
+}
+
 func FuzzValid(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5e-3,"x\u0041",true,null]}`, `[{"b":{}}]`, `-0`, `"\ud800"`} {
+	for _, s := range []string{`{"a":[1,2.5e-3,"x\u0041",true,null]}`, `[{"b":{}}]`, `-0`, `"\ud800"`,
+		`{"messages":[{"role":"system","content":"x"}]}`, `[1,-2.5e3,"\u00e9",null]`, `{"a":tru}`, "\"\x01\"", ` 0 `} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

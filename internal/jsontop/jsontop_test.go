@@ -2,6 +2,7 @@ package jsontop
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -75,4 +76,32 @@ func FuzzFind(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestElementsAndUnquote(t *testing.T) {
+	doc := []byte(` [ 1 , "a\"]" , {"b":[2]}, [ ] ]`)
+	var got []string
+	for start, end := range Elements(doc, 1) {
+		got = append(got, string(doc[start:end]))
+	}
+	if want := []string{`1`, `"a\"]"`, `{"b":[2]}`, `[ ]`}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Elements = %q, want %q", got, want)
+	}
+	for range Elements(doc, 0) {
+		t.Fatal("yielded for a non-array")
+	}
+	if !Empty([]byte(`[ ]`), 0) || !Empty([]byte(`{ }`), 0) || Empty([]byte(`[1]`), 0) {
+		t.Fatal("Empty")
+	}
+	for lit, want := range map[string]string{`"x"`: "x", `"\u00e9\n"`: "é\n", "\"\xff\"": "\ufffd"} {
+		if s, err := Unquote([]byte(lit)); err != nil || s != want {
+			t.Errorf("Unquote(%s) = %q, %v", lit, s, err)
+		}
+	}
+	if _, err := Unquote([]byte(`1`)); err == nil {
+		t.Error("Unquote(1) succeeded")
+	}
+	if s, err := DecodeKey([]byte(`us\u0061ge`)); err != nil || s != "usage" {
+		t.Errorf("DecodeKey = %q, %v", s, err)
+	}
 }
