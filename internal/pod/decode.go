@@ -86,13 +86,13 @@ func (d *decoder) podClaw(v any) (Claw, error) {
 	}
 	if raw, ok := m["tools-defaults"]; ok {
 		c.HasToolsDefaults = true
-		if c.ToolsDefaults, err = d.grants("x-claw.tools-defaults", raw, false); err != nil {
+		if c.ToolsDefaults, err = decodeList(d, toolsList, "x-claw.tools-defaults", raw, false); err != nil {
 			return c, err
 		}
 	}
 	if raw, ok := m["feeds-defaults"]; ok {
 		c.HasFeedsDefaults = true
-		if c.FeedsDefaults, err = d.feeds("x-claw.feeds-defaults", raw, false); err != nil {
+		if c.FeedsDefaults, err = decodeList(d, feedsList, "x-claw.feeds-defaults", raw, false); err != nil {
 			return c, err
 		}
 	}
@@ -200,13 +200,13 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	}
 	if raw, ok := m["tools"]; ok {
 		c.HasTools = true
-		if c.Tools, err = d.grants("x-claw.tools", raw, true); err != nil {
+		if c.Tools, err = decodeList(d, toolsList, "x-claw.tools", raw, true); err != nil {
 			return nil, err
 		}
 	}
 	if raw, ok := m["feeds"]; ok {
 		c.HasFeeds = true
-		if c.Feeds, err = d.feeds("x-claw.feeds", raw, true); err != nil {
+		if c.Feeds, err = decodeList(d, feedsList, "x-claw.feeds", raw, true); err != nil {
 			return nil, err
 		}
 	}

@@ -1,51 +1,13 @@
 package pod
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
-// feeds decodes a feeds: or feeds-defaults: list.
-func (d *decoder) feeds(key string, v any, spreadOK bool) ([]FeedEntry, error) {
-	if v == nil {
-		return []FeedEntry{}, nil
+// feedName decodes a feed named by a descriptor.
+func (d *decoder) feedName(key, name string) (FeedEntry, error) {
+	if name == "" {
+		return FeedEntry{}, d.errf(key, "write a feed name a descriptor declares", "empty feed name")
 	}
-	list, ok := v.([]any)
-	if !ok {
-		return nil, d.errf(key, "write a list of feed names or {source, path, ttl}", "must be a list, got %s", typeName(v))
-	}
-	out := make([]FeedEntry, 0, len(list))
-	spreadAt := -1
-	for i, e := range list {
-		ekey := fmt.Sprintf("%s[%d]", key, i)
-		switch t := e.(type) {
-		case string:
-			if t == Spread {
-				if !spreadOK {
-					return nil, d.errf(ekey, "remove it; `...` belongs in a service's feeds list", "`...` cannot appear in the pod defaults")
-				}
-				if spreadAt >= 0 {
-					return nil, d.errf(ekey, "keep a single `...`", "`...` appears twice (first at %s[%d])", key, spreadAt)
-				}
-				spreadAt = i
-				out = append(out, FeedEntry{Spread: true, Key: ekey})
-				continue
-			}
-			if t == "" {
-				return nil, d.errf(ekey, "write a feed name a descriptor declares", "empty feed name")
-			}
-			out = append(out, FeedEntry{Name: t, Key: ekey})
-		case map[string]any:
-			f, err := d.feedObject(ekey, t)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
-		default:
-			return nil, d.errf(ekey, "write a feed name or {source, path, ttl}", "must be a string or a mapping, got %s", typeName(e))
-		}
-	}
-	return out, nil
+	return FeedEntry{Name: name, Key: key}, nil
 }
 
 func (d *decoder) feedObject(key string, m map[string]any) (FeedEntry, error) {
@@ -84,19 +46,5 @@ func (d *decoder) feedObject(key string, m map[string]any) (FeedEntry, error) {
 
 // ExpandFeeds applies the same defaults rule as ExpandGrants to feeds.
 func ExpandFeeds(file, service string, c *Claw, s *ServiceClaw) ([]FeedEntry, error) {
-	if !s.HasFeeds {
-		return append([]FeedEntry(nil), c.FeedsDefaults...), nil
-	}
-	out := make([]FeedEntry, 0, len(s.Feeds)+len(c.FeedsDefaults))
-	for _, f := range s.Feeds {
-		if !f.Spread {
-			out = append(out, f)
-			continue
-		}
-		if !c.HasFeedsDefaults {
-			return nil, &Error{File: file, Service: service, Key: f.Key, Problem: "`...` splices feeds-defaults, but the pod declares none", Fix: "add x-claw.feeds-defaults at pod level, or remove `...`"}
-		}
-		out = append(out, c.FeedsDefaults...)
-	}
-	return out, nil
+	return expandList(feedsList, file, service, s.HasFeeds, s.Feeds, c.HasFeedsDefaults, c.FeedsDefaults)
 }

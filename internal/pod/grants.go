@@ -7,55 +7,15 @@ import (
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
-// Spread is the list entry that splices the pod defaults in place.
-const Spread = "..."
-
 // AllowAll is the allow value granting every tool of a service.
 const AllowAll = "all"
 
-// grants decodes a tools: or tools-defaults: list. spreadOK is false for
-// the defaults themselves.
-func (d *decoder) grants(key string, v any, spreadOK bool) ([]GrantEntry, error) {
-	if v == nil {
-		return []GrantEntry{}, nil
+// grantName decodes a bare service name, which grants all of its tools.
+func (d *decoder) grantName(key, name string) (GrantEntry, error) {
+	if !manifest.ValidServiceName(name) {
+		return GrantEntry{}, d.errf(key, "write a compose service name", "%q is not a service name", name)
 	}
-	list, ok := v.([]any)
-	if !ok {
-		return nil, d.errf(key, "write a list such as [{service: trading-api, allow: all}]", "must be a list, got %s", typeName(v))
-	}
-	out := make([]GrantEntry, 0, len(list))
-	spreadAt := -1
-	for i, e := range list {
-		ekey := fmt.Sprintf("%s[%d]", key, i)
-		switch t := e.(type) {
-		case string:
-			if t == Spread {
-				if !spreadOK {
-					return nil, d.errf(ekey, "remove it; `...` belongs in a service's tools list", "`...` cannot appear in the pod defaults")
-				}
-				if spreadAt >= 0 {
-					return nil, d.errf(ekey, "keep a single `...`", "`...` appears twice (first at %s[%d])", key, spreadAt)
-				}
-				spreadAt = i
-				out = append(out, GrantEntry{Spread: true, Key: ekey})
-				continue
-			}
-			if !manifest.ValidServiceName(t) {
-				return nil, d.errf(ekey, "write a compose service name", "%q is not a service name", t)
-			}
-			// A bare service name grants all of its tools.
-			out = append(out, GrantEntry{Service: t, All: true, Key: ekey})
-		case map[string]any:
-			g, err := d.grantObject(ekey, t)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, g)
-		default:
-			return nil, d.errf(ekey, "write {service: <name>, allow: all | [tool, ...]}", "must be a mapping, a service name or `...`, got %s", typeName(e))
-		}
-	}
-	return out, nil
+	return GrantEntry{Service: name, All: true, Key: key}, nil
 }
 
 func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
@@ -105,25 +65,12 @@ func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) 
 	return g, nil
 }
 
-// ExpandGrants applies the defaults rule (spec 000 §2): an omitted list
-// inherits the defaults; a declared one replaces them, with `...` splicing
-// the defaults at its position. `...` without defaults is an error.
+// ExpandGrants applies the defaults rule (spec 000 §2) to the service's
+// tools: an omitted list inherits tools-defaults; a declared one replaces
+// them, with `...` splicing the defaults at its position. `...` without
+// defaults is an error.
 func ExpandGrants(file, service string, c *Claw, s *ServiceClaw) ([]GrantEntry, error) {
-	if !s.HasTools {
-		return append([]GrantEntry(nil), c.ToolsDefaults...), nil
-	}
-	out := make([]GrantEntry, 0, len(s.Tools)+len(c.ToolsDefaults))
-	for _, g := range s.Tools {
-		if !g.Spread {
-			out = append(out, g)
-			continue
-		}
-		if !c.HasToolsDefaults {
-			return nil, &Error{File: file, Service: service, Key: g.Key, Problem: "`...` splices tools-defaults, but the pod declares none", Fix: "add x-claw.tools-defaults at pod level, or remove `...`"}
-		}
-		out = append(out, c.ToolsDefaults...)
-	}
-	return out, nil
+	return expandList(toolsList, file, service, s.HasTools, s.Tools, c.HasToolsDefaults, c.ToolsDefaults)
 }
 
 // NormaliseGrants merges expanded entries by service: `all` wins, names are
