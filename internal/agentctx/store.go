@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/filewatch"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -84,13 +84,10 @@ func NewStore(root string, opts StoreOptions) *Store {
 	return s
 }
 
-// entry is one cached agent. state and checked are read without the lock
-// on the hot path; mu serialises the (rare) stat-and-reload.
+// entry is one cached agent: what its files gave, re-read when their
+// fingerprint changes.
 type entry struct {
-	state   atomic.Pointer[loaded]
-	checked atomic.Int64 // unix nanos of the last stat check
-	mu      sync.Mutex
-	stamp   string // fingerprint of the files state was read from
+	state filewatch.Value[loaded]
 }
 
 // loaded is the outcome of one load: an agent, or why its metadata.json is
@@ -122,10 +119,9 @@ func (s *Store) Get(id string) (*Agent, error) {
 		}
 		return s.first(id, now)
 	}
-	if now.UnixNano()-e.checked.Load() >= int64(s.interval) {
-		s.refresh(id, e, now)
-	}
-	st := e.state.Load()
+	st := e.state.Get(now, s.interval,
+		func() (string, error) { return s.fingerprint(id) },
+		func() (*loaded, string) { return s.reload(id, e) })
 	return st.agent, st.err
 }
 
@@ -145,9 +141,8 @@ func (s *Store) first(id string, now time.Time) (*Agent, error) {
 		}
 		return nil, err
 	}
-	e := &entry{stamp: stamp}
-	e.state.Store(&loaded{a, err})
-	e.checked.Store(now.UnixNano())
+	e := &entry{}
+	e.state.Set(&loaded{a, err}, stamp, now)
 	s.mu.Lock()
 	delete(s.missing, id)
 	if prev := s.agents[id]; prev != nil {
@@ -160,17 +155,8 @@ func (s *Store) first(id string, now time.Time) (*Agent, error) {
 	return st.agent, st.err
 }
 
-// refresh re-stats a cached agent and reloads it when its files changed.
-func (s *Store) refresh(id string, e *entry, now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if now.UnixNano()-e.checked.Load() < int64(s.interval) {
-		return // refreshed while we waited
-	}
-	e.checked.Store(now.UnixNano())
-	if stamp, err := s.fingerprint(id); err == nil && stamp == e.stamp {
-		return
-	}
+// reload re-reads a cached agent whose files changed.
+func (s *Store) reload(id string, e *entry) (*loaded, string) {
 	a, stamp, err := s.load(id)
 	if errors.Is(err, ErrUnknownAgent) {
 		// The agent is gone: forget it, and fail this request.
@@ -180,8 +166,7 @@ func (s *Store) refresh(id string, e *entry, now time.Time) {
 		}
 		s.mu.Unlock()
 	}
-	e.stamp = stamp
-	e.state.Store(&loaded{a, err})
+	return &loaded{a, err}, stamp
 }
 
 func (s *Store) dir(id string) string { return filepath.Join(s.root, id) }
@@ -189,27 +174,18 @@ func (s *Store) dir(id string) string { return filepath.Join(s.root, id) }
 // fingerprint summarises size and mtime of every file an agent is read from.
 func (s *Store) fingerprint(id string) (string, error) {
 	dir := s.dir(id)
-	var b strings.Builder
-	for _, name := range []string{"metadata.json", "tools.json", "feeds.json"} {
-		stampFile(&b, filepath.Join(dir, name))
-	}
 	names, err := serviceAuthNames(dir)
 	if err != nil {
 		return "", err
 	}
+	paths := make([]string, 0, 3+len(names))
+	for _, name := range []string{"metadata.json", "tools.json", "feeds.json"} {
+		paths = append(paths, filepath.Join(dir, name))
+	}
 	for _, n := range names {
-		stampFile(&b, filepath.Join(dir, "service-auth", n))
+		paths = append(paths, filepath.Join(dir, "service-auth", n))
 	}
-	return b.String(), nil
-}
-
-func stampFile(b *strings.Builder, path string) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		fmt.Fprintf(b, "%s:-;", filepath.Base(path))
-		return
-	}
-	fmt.Fprintf(b, "%s:%d:%d;", filepath.Base(path), fi.Size(), fi.ModTime().UnixNano())
+	return filewatch.Stamp(paths...), nil
 }
 
 func serviceAuthNames(dir string) ([]string, error) {

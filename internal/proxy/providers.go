@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/filewatch"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -161,10 +160,7 @@ type providerSource struct {
 	env     map[string]ProviderEnv
 	onError func(error)
 
-	cur     atomic.Pointer[registry]
-	checked atomic.Int64
-	mu      sync.Mutex
-	stamp   string
+	cur filewatch.Value[registry]
 }
 
 func newProviderSource(authDir string, env map[string]ProviderEnv, onError func(error)) (*providerSource, error) {
@@ -173,14 +169,12 @@ func newProviderSource(authDir string, env map[string]ProviderEnv, onError func(
 	if err != nil {
 		return nil, err
 	}
-	s.cur.Store(reg)
-	s.stamp = stamp
-	s.checked.Store(time.Now().UnixNano())
+	s.cur.Set(reg, stamp, time.Now())
 	return s, nil
 }
 
 func (s *providerSource) load() (*registry, string, error) {
-	stamp := fileStamp(s.path)
+	stamp := filewatch.Stamp(s.path)
 	var ps *manifest.Providers
 	raw, err := os.ReadFile(s.path)
 	switch {
@@ -200,36 +194,15 @@ func (s *providerSource) load() (*registry, string, error) {
 	return reg, stamp, nil
 }
 
-func fileStamp(path string) string {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "-"
-	}
-	return fmt.Sprintf("%d:%d", fi.Size(), fi.ModTime().UnixNano())
-}
-
 // get returns the current registry, reloading it when the file changed.
 func (s *providerSource) get(now time.Time) *registry {
-	if now.UnixNano()-s.checked.Load() < int64(time.Second) {
-		return s.cur.Load()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now.UnixNano()-s.checked.Load() < int64(time.Second) {
-		return s.cur.Load()
-	}
-	s.checked.Store(now.UnixNano())
-	if fileStamp(s.path) == s.stamp {
-		return s.cur.Load()
-	}
-	reg, stamp, err := s.load()
-	s.stamp = stamp
-	if err != nil {
-		if s.onError != nil {
-			s.onError(fmt.Errorf("%w (keeping the previous providers)", err))
-		}
-		return s.cur.Load()
-	}
-	s.cur.Store(reg)
-	return reg
+	return s.cur.Get(now, time.Second,
+		func() (string, error) { return filewatch.Stamp(s.path), nil },
+		func() (*registry, string) {
+			reg, stamp, err := s.load()
+			if err != nil && s.onError != nil {
+				s.onError(fmt.Errorf("%w (keeping the previous providers)", err))
+			}
+			return reg, stamp
+		})
 }
