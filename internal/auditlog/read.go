@@ -8,7 +8,6 @@
 package auditlog
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"iter"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 // MaxLineBytes bounds one log line. cllama's audit lines are a few hundred
@@ -78,53 +78,30 @@ func Events(r io.Reader, stats *ReadStats) iter.Seq2[audit.Event, error] {
 		stats = new(ReadStats)
 	}
 	return func(yield func(audit.Event, error) bool) {
-		br := bufio.NewReaderSize(r, 64<<10)
-		var long []byte
-		tooLong := false
-		for {
-			chunk, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				if !tooLong {
-					long = append(long, chunk...)
-					if len(long) > MaxLineBytes {
-						long, tooLong = nil, true
-					}
-				}
+		for line, err := range jsonl.Lines(r, MaxLineBytes) {
+			if errors.Is(err, jsonl.ErrLineTooLong) {
+				stats.Lines++
+				stats.Malformed++
 				continue
 			}
-			if err != nil && err != io.EOF {
+			if err != nil {
 				yield(audit.Event{}, fmt.Errorf("audit log: read: %w", err))
 				return
 			}
-			line := chunk
-			if long != nil {
-				line = append(long, chunk...)
-			}
+			stats.Lines++
+			e, ok, perr := ParseLine(line)
 			switch {
-			case tooLong || len(line) > MaxLineBytes:
-				stats.Lines++
+			case perr != nil:
 				stats.Malformed++
-			case len(bytes.TrimSpace(line)) == 0:
-			default:
-				stats.Lines++
-				e, ok, perr := ParseLine(line)
-				switch {
-				case perr != nil:
-					stats.Malformed++
-				case !ok:
-					if len(payload(line)) > 0 {
-						stats.Other++
-					}
-				default:
-					stats.Events++
-					if !yield(e, nil) {
-						return
-					}
+			case !ok:
+				if len(payload(line)) > 0 {
+					stats.Other++
 				}
-			}
-			long, tooLong = nil, false
-			if err == io.EOF {
-				return
+			default:
+				stats.Events++
+				if !yield(e, nil) {
+					return
+				}
 			}
 		}
 	}

@@ -1,14 +1,14 @@
 package history
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"os"
+
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 // MaxLineBytes bounds one history line when reading. A line can hold a
@@ -31,43 +31,21 @@ func Entries(r io.Reader, stats *Stats) iter.Seq2[Entry, error] {
 		stats = new(Stats)
 	}
 	return func(yield func(Entry, error) bool) {
-		br := bufio.NewReaderSize(r, 64<<10)
-		var long []byte
-		tooLong := false
-		for {
-			chunk, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				if !tooLong {
-					long = append(long, chunk...)
-					if len(long) > MaxLineBytes {
-						long, tooLong = nil, true
-					}
-				}
+		for line, err := range jsonl.Lines(r, MaxLineBytes) {
+			if errors.Is(err, jsonl.ErrLineTooLong) {
+				stats.Lines++
+				stats.Malformed++
 				continue
 			}
-			if err != nil && err != io.EOF {
+			if err != nil {
 				yield(Entry{}, fmt.Errorf("history: read: %w", err))
 				return
 			}
-			line := chunk
-			if long != nil || tooLong {
-				long = append(long, chunk...)
-				line = long
-			}
-			if tooLong || len(line) > MaxLineBytes {
-				stats.Lines++
+			stats.Lines++
+			var e Entry
+			if json.Unmarshal(line, &e) != nil || e.AgentID == "" {
 				stats.Malformed++
-			} else if line = bytes.TrimSpace(line); len(line) > 0 {
-				stats.Lines++
-				var e Entry
-				if json.Unmarshal(line, &e) != nil || e.AgentID == "" {
-					stats.Malformed++
-				} else if !yield(e, nil) {
-					return
-				}
-			}
-			long, tooLong = nil, false
-			if err == io.EOF {
+			} else if !yield(e, nil) {
 				return
 			}
 		}

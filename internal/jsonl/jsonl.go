@@ -1,0 +1,62 @@
+// Package jsonl reads line-oriented logs (JSON lines: cllama's audit
+// trail, session history) tolerantly: each line is bounded, and a line
+// over the bound is reported and skipped rather than read into memory or
+// treated as fatal. It splits lines; decoding them, and deciding what a
+// malformed one means, is the caller's.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"iter"
+)
+
+// ErrLineTooLong is yielded in place of a line longer than the limit;
+// reading goes on with the next line.
+var ErrLineTooLong = errors.New("line too long")
+
+// Lines yields the non-blank lines of r in order, surrounding white space
+// trimmed. A yielded line is only valid until the next one is read. A line
+// of more than max bytes (its newline included) yields ErrLineTooLong and
+// is skipped, holding at most about max bytes meanwhile; any other error
+// is a read failure, yielded last.
+func Lines(r io.Reader, max int) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var long []byte
+		tooLong := false
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				if !tooLong {
+					long = append(long, chunk...)
+					if len(long) > max {
+						long, tooLong = nil, true
+					}
+				}
+				continue
+			}
+			if err != nil && err != io.EOF {
+				yield(nil, err)
+				return
+			}
+			line := chunk
+			if long != nil {
+				line = append(long, chunk...)
+			}
+			if tooLong || len(line) > max {
+				if !yield(nil, ErrLineTooLong) {
+					return
+				}
+			} else if line = bytes.TrimSpace(line); len(line) > 0 && !yield(line, nil) {
+				return
+			}
+			long, tooLong = nil, false
+			if err == io.EOF {
+				return
+			}
+		}
+	}
+}
