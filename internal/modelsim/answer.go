@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
-	"unicode/utf8"
 )
 
 // answer is a rule's reply made concrete for one request: tool names
@@ -50,25 +49,4 @@ func (s *Server) makeAnswer(c *Conversation, r *Rule) answer {
 		a.Usage = Usage{InputTokens: max(1, (c.inputChars()+3)/4), OutputTokens: max(1, (out+3)/4)}
 	}
 	return a
-}
-
-// pieces splits s into chunks of about n bytes on rune boundaries, so that
-// streams carry several deltas rather than one.
-func pieces(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		if cut == 0 {
-			cut = n
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/sse"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // The Anthropic messages request, reduced to what matching needs.
@@ -229,13 +230,13 @@ func streamAnthropic(sw *sse.Writer, a answer) error {
 			text := *block.Text
 			empty := ""
 			block.Text = &empty
-			for _, p := range pieces(text, 24) {
+			for _, p := range wire.ChunkText(text, 24) {
 				deltas = append(deltas, anTextDelta{"text_delta", p})
 			}
 		case "tool_use":
 			args := string(block.Input)
 			block.Input = json.RawMessage("{}")
-			for _, p := range pieces(args, 16) {
+			for _, p := range wire.ChunkText(args, 16) {
 				deltas = append(deltas, anJSONDelta{"input_json_delta", p})
 			}
 		}

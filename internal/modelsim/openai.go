@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/sse"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // The OpenAI chat completions request, reduced to what matching needs.
@@ -224,13 +225,13 @@ func streamOpenAI(sw *sse.Writer, a answer, includeUsage bool, created time.Time
 	var events []oaChunk
 	empty := ""
 	events = append(events, chunk(oaDelta{Role: "assistant", Content: &empty}, nil))
-	for _, p := range pieces(a.Text, 24) {
+	for _, p := range wire.ChunkText(a.Text, 24) {
 		events = append(events, chunk(oaDelta{Content: &p}, nil))
 	}
 	for i, c := range a.Calls {
 		idx := i
 		events = append(events, chunk(oaDelta{ToolCalls: []oaToolCall{{Index: &idx, ID: c.ID, Type: "function", Function: oaFunction{Name: c.Name}}}}, nil))
-		for _, p := range pieces(string(c.Args), 16) {
+		for _, p := range wire.ChunkText(string(c.Args), 16) {
 			events = append(events, chunk(oaDelta{ToolCalls: []oaToolCall{{Index: &idx, Function: oaFunction{Arguments: p}}}}, nil))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
 )
@@ -104,7 +105,7 @@ func ChunkText(s string, n int) []string {
 	var out []string
 	for len(s) > n {
 		cut := n
-		for cut > 0 && !utf8Start(s[cut]) {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
 		if cut == 0 {
@@ -118,8 +119,6 @@ func ChunkText(s string, n int) []string {
 	}
 	return out
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // JoinText concatenates text pieces.
 func JoinText(parts []string) string { return strings.Join(parts, "") }
