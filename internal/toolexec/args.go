@@ -183,23 +183,32 @@ func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) 
 	return b.String(), nil
 }
 
-// segmentValue renders a scalar argument for a path segment.
-func segmentValue(v any) (string, error) {
+// scalarText renders a string, number or boolean argument as text; ok is
+// false for anything else.
+func scalarText(v any) (text string, ok bool) {
 	switch v := v.(type) {
 	case string:
-		return v, nil
+		return v, true
 	case json.Number:
-		return v.String(), nil
+		return v.String(), true
 	case bool:
 		if v {
-			return "true", nil
+			return "true", true
 		}
-		return "false", nil
-	case nil:
-		return "", errors.New("must not be null")
-	default:
-		return "", errors.New("must be a string, number or boolean")
+		return "false", true
 	}
+	return "", false
+}
+
+// segmentValue renders a scalar argument for a path segment.
+func segmentValue(v any) (string, error) {
+	if s, ok := scalarText(v); ok {
+		return s, nil
+	}
+	if v == nil {
+		return "", errors.New("must not be null")
+	}
+	return "", errors.New("must be a string, number or boolean")
 }
 
 // encodeQuery renders the remaining arguments as a query string: scalars as
@@ -237,26 +246,20 @@ func encodeQuery(args map[string]any, static string) (string, error) {
 	}
 }
 
+// queryValue renders a query argument: scalars as text, null as "null",
+// anything else as JSON.
 func queryValue(v any) (string, error) {
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case json.Number:
-		return v.String(), nil
-	case bool:
-		if v {
-			return "true", nil
-		}
-		return "false", nil
-	case nil:
-		return "null", nil
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return "", err
-		}
-		return string(b), nil
+	if s, ok := scalarText(v); ok {
+		return s, nil
 	}
+	if v == nil {
+		return "null", nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // encodeBody renders the remaining arguments as the JSON request body,
