@@ -428,22 +428,6 @@ func relativise(root doc, dir string) {
 				bld["context"] = rel(c)
 			}
 		}
-		if hosts, ok := s["extra_hosts"].([]any); ok {
-			// compose-go renders host=ip; docker-compose 1.29 hands entries
-			// to the engine as they are, and the engine wants host:ip.
-			for i, h := range hosts {
-				if hs, ok := h.(string); ok {
-					hosts[i] = strings.Replace(hs, "=", ":", 1)
-				}
-			}
-		}
-		if ports, ok := s["ports"].([]any); ok {
-			for i, port := range ports {
-				if pm, ok := port.(doc); ok {
-					ports[i] = sanitisePort(pm)
-				}
-			}
-		}
 		if vols, ok := s["volumes"].([]any); ok {
 			for _, vol := range vols {
 				if vm, ok := vol.(doc); ok && vm["type"] == "bind" {
