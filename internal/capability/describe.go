@@ -110,18 +110,11 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 		}
 		d.MCP = m
 	}
-	seen := make(map[string]int, len(w.Tools))
-	for i, wt := range w.Tools {
-		t, err := decodeTool(wt, d.MCP != nil)
-		if err != nil {
-			return nil, prefixField(fmt.Sprintf("tools[%d]", i), err)
-		}
-		if j, dup := seen[t.Name]; dup {
-			return nil, fieldErr(fmt.Sprintf("tools[%d].name", i), "%q duplicates tools[%d]; tool names must be unique", t.Name, j)
-		}
-		seen[t.Name] = i
-		d.Tools = append(d.Tools, t)
+	tools, err := decodeTools(w.Tools, d.MCP != nil)
+	if err != nil {
+		return nil, err
 	}
+	d.Tools = tools
 	feedSeen := make(map[string]int, len(w.Feeds))
 	for i, wf := range w.Feeds {
 		f, err := decodeFeed(wf)
@@ -177,6 +170,24 @@ func decodeMCP(w *wireMCP) (*MCP, error) {
 		return nil, fieldErr("mcp.path", "%q must start with /", w.Path)
 	}
 	return m, nil
+}
+
+// decodeTools decodes a tools array; tool names must be unique.
+func decodeTools(ws []wireTool, viaMCP bool) ([]Tool, error) {
+	var tools []Tool
+	seen := make(map[string]int, len(ws))
+	for i, wt := range ws {
+		t, err := decodeTool(wt, viaMCP)
+		if err != nil {
+			return nil, prefixField(fmt.Sprintf("tools[%d]", i), err)
+		}
+		if j, dup := seen[t.Name]; dup {
+			return nil, fieldErr(fmt.Sprintf("tools[%d].name", i), "%q duplicates tools[%d]; tool names must be unique", t.Name, j)
+		}
+		seen[t.Name] = i
+		tools = append(tools, t)
+	}
+	return tools, nil
 }
 
 // decodeTool returns errors that start with the field suffix (".name: …").

@@ -50,18 +50,12 @@ func ParseToolsSnapshot(data []byte) (*Descriptor, error) {
 		}
 		d.MCP = m
 	}
-	seen := make(map[string]int, len(tools))
-	for i, wt := range tools {
-		wt.HTTP = nil // MCP snapshots carry no HTTP execution
-		t, err := decodeTool(wt, true)
-		if err != nil {
-			return nil, prefixField(fmt.Sprintf("tools[%d]", i), err)
-		}
-		if j, dup := seen[t.Name]; dup {
-			return nil, fieldErr(fmt.Sprintf("tools[%d].name", i), "%q duplicates tools[%d]; tool names must be unique", t.Name, j)
-		}
-		seen[t.Name] = i
-		d.Tools = append(d.Tools, t)
+	for i := range tools {
+		tools[i].HTTP = nil // MCP snapshots carry no HTTP execution
+	}
+	var err error
+	if d.Tools, err = decodeTools(tools, true); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
