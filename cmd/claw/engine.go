@@ -58,6 +58,7 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, e.cmd[0], full...)
 	cmd.Dir = e.cfg.Dir
+	cmd.Env = append(os.Environ(), operatorEnv()...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, e.cfg.IO.ErrOut
 	// On cancellation (Ctrl-C) let compose stop the pod gracefully: it gets
 	// SIGINT, as from a terminal, and a grace period before it is killed.
@@ -67,6 +68,20 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 		return fmt.Errorf("%s %s: %w", strings.Join(e.cmd, " "), strings.Join(args, " "), err)
 	}
 	return nil
+}
+
+// operatorEnv tells compose who runs claw, for the generated file's
+// `user: ${CLAW_UID}:${CLAW_GID}` on the cllama service (see
+// compile.CllamaUser). An explicit CLAW_UID/CLAW_GID in the environment wins.
+func operatorEnv() []string {
+	var env []string
+	if os.Getenv("CLAW_UID") == "" {
+		env = append(env, fmt.Sprintf("CLAW_UID=%d", os.Getuid()))
+	}
+	if os.Getenv("CLAW_GID") == "" {
+		env = append(env, fmt.Sprintf("CLAW_GID=%d", os.Getgid()))
+	}
+	return env
 }
 
 // composeGrace is how long compose may take to stop after an interrupt.

@@ -95,6 +95,12 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent) ([]byte, err
 	relativise(root, b.pod.Dir)
 	dropDefaultNames(root, b.pod.Project.Name)
 	root = escapeDollars(root).(doc)
+	// The one value left for compose to interpolate: cllama runs as the
+	// operator who runs claw (claw sets CLAW_UID/CLAW_GID for compose), so it
+	// reads the 0600 context files claw wrote and the history it writes stays
+	// readable by `claw audit` and `claw history`. Interpolated at `up` time,
+	// the generated file is the same on every machine.
+	child(child(root, "services"), CllamaService)["user"] = CllamaUser
 
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, generatedHeader, path.Base(b.pod.File))
@@ -245,6 +251,11 @@ func (b *builder) cllamaService() doc {
 	}
 	return svc
 }
+
+// CllamaUser is the generated cllama service's user: the operator's uid and
+// gid from CLAW_UID/CLAW_GID, root when they are unset (a plain
+// `docker compose up` of the generated file).
+const CllamaUser = "${CLAW_UID:-0}:${CLAW_GID:-0}"
 
 // DefaultCllamaHealthcheck is the proxy's health check unless
 // x-claw.cllama-defaults.healthcheck overrides it: the binary probes its
