@@ -306,7 +306,7 @@ func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 			}
 		}
 	}
-	return bound(res, maxBytes)
+	return bound(sc.redact(res), maxBytes)
 }
 
 // withRetry runs attempt, retrying transient failures when the tool allows

@@ -96,7 +96,10 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 		// Only a snippet is quoted, so only a little is read.
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(4*e.opts.ErrorSnippetBytes)))
 		msg := fmt.Sprintf("service %s answered %s", svc, statusText(resp.StatusCode))
-		if s := snippet(string(head), e.opts.ErrorSnippetBytes); s != "" && utf8.ValidString(s) {
+		// Credentials and addresses go before the cut: a secret that
+		// straddles it would otherwise leak its first bytes.
+		sc := newScrubber(&c.Tool.Execution, auth)
+		if s := snippet(sc.scrub(string(head)), e.opts.ErrorSnippetBytes); s != "" && utf8.ValidString(s) {
 			msg += ": " + s
 		}
 		transient := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout

@@ -1,6 +1,7 @@
 package toolexec
 
 import (
+	"bytes"
 	"net/url"
 	"regexp"
 	"strings"
@@ -97,6 +98,46 @@ func (s *scrubber) scrubKnown(text string) string {
 		text = strings.ReplaceAll(text, h, s.service)
 	}
 	return text
+}
+
+// redact removes this call's credentials from a successful result: a
+// service that echoes its request (a debug or echo endpoint) must not hand
+// the model the bearer it was called with. In JSON the credential is looked
+// for as written and as encoding/json escapes it; a replacement that would
+// not leave valid JSON turns the result into text.
+func (s *scrubber) redact(r result) result {
+	s.init()
+	for _, secret := range s.secrets {
+		if r.isText {
+			r.text = strings.ReplaceAll(r.text, secret, "[redacted]")
+			continue
+		}
+		out := r.json
+		for _, form := range secretForms(secret) {
+			out = bytes.ReplaceAll(out, []byte(form), []byte("[redacted]"))
+		}
+		if bytes.Equal(out, r.json) {
+			continue
+		}
+		if canon, ok := canonicalJSON(out); ok {
+			r.json = canon
+			continue
+		}
+		r.text, r.isText, r.json = string(out), true, nil
+	}
+	return r
+}
+
+// secretForms is a secret as it may appear inside JSON text: raw, and as
+// encoding/json (HTML-safe) writes it in a string.
+func secretForms(secret string) []string {
+	forms := []string{secret}
+	if q := jsonString(secret); len(q) >= 2 {
+		if esc := string(q[1 : len(q)-1]); esc != secret {
+			forms = append(forms, esc)
+		}
+	}
+	return forms
 }
 
 // snippet bounds text to at most n bytes (cut on a rune boundary) and
