@@ -211,3 +211,46 @@ func checkWithCompose(t *testing.T, name string, tools [][]string) {
 		}
 	}
 }
+
+// TestSkillSymlinkCannotLeaveDescriptorDir: a descriptor's skill is read
+// from inside the descriptor's directory only; a symlink pointing outside
+// it (for example at an operator's credentials) must not be copied into a
+// file mounted into agents.
+func TestSkillSymlinkCannotLeaveDescriptorDir(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	secret := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(secret, []byte("aws_secret_access_key=SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	skill := filepath.Join(dir, "trading-api", "skills", "trading-policy.md")
+	if err := os.Remove(skill); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, skill); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Build(context.Background(), loadPod(t, dir), Options{})
+	if err == nil {
+		for _, f := range res.Output.Files {
+			if bytes.Contains(f.Data, []byte("SECRET")) {
+				t.Fatalf("%s holds the content of a file outside the descriptor's directory", f.Path)
+			}
+		}
+		t.Fatal("compile accepted a skill symlink that leaves the descriptor's directory")
+	}
+	if !strings.Contains(err.Error(), "skill") {
+		t.Errorf("error does not name the skill key: %v", err)
+	}
+	// A symlink that stays inside the directory is fine.
+	inside := filepath.Join(dir, "trading-api", "skills", "real.md")
+	if err := os.WriteFile(inside, []byte("# policy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(skill); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.md", skill); err != nil {
+		t.Fatal(err)
+	}
+	build(t, dir, Options{})
+}

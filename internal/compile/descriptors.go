@@ -110,9 +110,27 @@ func (b *builder) fileDescriptor(service, kind, rel string) (*ServiceDescriptor,
 	}
 	dir := filepath.Dir(full)
 	sd.readSkill = func(context.Context) ([]byte, error) {
-		return readBounded(filepath.Join(dir, filepath.FromSlash(sd.Descriptor.Skill)), 1<<20)
+		return readSkillInDir(dir, sd.Descriptor.Skill)
 	}
 	return sd, nil
+}
+
+// maxSkillBytes bounds a skill file.
+const maxSkillBytes = 1 << 20
+
+// readSkillInDir reads a descriptor's skill file from inside dir, the
+// descriptor's directory. The descriptor validator rejects ".." paths;
+// opening through an os.Root also refuses symlinks that lead out of dir,
+// so a build context cannot make claw copy an arbitrary host file into
+// the skills agents mount.
+func readSkillInDir(dir, skill string) ([]byte, error) {
+	rel := strings.TrimLeft(path.Clean("/"+skill), "/")
+	f, err := os.OpenInRoot(dir, filepath.FromSlash(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readBoundedFile(f, skill, maxSkillBytes)
 }
 
 func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*ServiceDescriptor, error) {
@@ -217,6 +235,10 @@ func readBounded(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readBoundedFile(f, name, limit)
+}
+
+func readBoundedFile(f *os.File, name string, limit int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
