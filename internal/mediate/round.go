@@ -41,7 +41,7 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 		trace   []history.ToolCall
 	)
 	record := func() {
-		t.rounds = append(t.rounds, history.Round{Round: round, ToolCalls: trace, RoundUsage: history.Usage{PromptTokens: resp.Usage.Input, CompletionTokens: resp.Usage.Output}})
+		t.rounds = append(t.rounds, history.Round{Round: round, ToolCalls: trace, RoundUsage: history.Usage{PromptTokens: resp.Usage.Prompt(), CompletionTokens: resp.Usage.Output}})
 	}
 	switch p.kind {
 	case managedPrefix:

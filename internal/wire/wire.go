@@ -149,10 +149,21 @@ type Call struct {
 type Usage struct {
 	Input  int
 	Output int
+	// CacheCreation and CacheRead are Anthropic's cached prompt tokens,
+	// which it reports apart from input_tokens (OpenAI's prompt_tokens
+	// already include cached ones; there both stay 0).
+	CacheCreation int
+	CacheRead     int
 }
 
 // Add returns u + v.
-func (u Usage) Add(v Usage) Usage { return Usage{u.Input + v.Input, u.Output + v.Output} }
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheCreation + v.CacheCreation, u.CacheRead + v.CacheRead}
+}
+
+// Prompt is every prompt token billed, cached ones included: what audit
+// tokens_in and history prompt_tokens count in both formats.
+func (u Usage) Prompt() int { return u.Input + u.CacheCreation + u.CacheRead }
 
 // Response is a decoded non-streaming model response.
 type Response struct {

@@ -64,13 +64,15 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 			return nil, fmt.Errorf("%w: usage: %v", wire.ErrMalformed, err)
 		}
 		var u struct {
-			In  int `json:"input_tokens"`
-			Out int `json:"output_tokens"`
+			In            int `json:"input_tokens"`
+			Out           int `json:"output_tokens"`
+			CacheCreation int `json:"cache_creation_input_tokens"`
+			CacheRead     int `json:"cache_read_input_tokens"`
 		}
 		if err := json.Unmarshal(raw, &u); err != nil {
 			return nil, fmt.Errorf("%w: usage: %v", wire.ErrMalformed, err)
 		}
-		resp.Usage = wire.Usage{Input: u.In, Output: u.Out}
+		resp.Usage = wire.Usage{Input: u.In, Output: u.Out, CacheCreation: u.CacheCreation, CacheRead: u.CacheRead}
 	}
 	return resp, nil
 }
@@ -127,6 +129,14 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	}
 	usage["input_tokens"], _ = json.Marshal(total.Input)
 	usage["output_tokens"], _ = json.Marshal(total.Output)
+	// Cached prompt tokens are summed like the rest, not left at the
+	// last round's counts.
+	if _, ok := usage["cache_creation_input_tokens"]; ok || total.CacheCreation > 0 {
+		usage["cache_creation_input_tokens"], _ = json.Marshal(total.CacheCreation)
+	}
+	if _, ok := usage["cache_read_input_tokens"]; ok || total.CacheRead > 0 {
+		usage["cache_read_input_tokens"], _ = json.Marshal(total.CacheRead)
+	}
 	if top["usage"], err = json.Marshal(usage); err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (Format) StreamEvents(resp *wire.Response, total wire.Usage, _ bool) ([]wir
 	emit("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": resp.ID, "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]int{"input_tokens": total.Input, "output_tokens": 0},
+		"usage": streamUsage(total, 0),
 	}})
 	for i, raw := range v.blocks {
 		var b block
@@ -77,7 +77,20 @@ func (Format) StreamEvents(resp *wire.Response, total wire.Usage, _ bool) ([]wir
 	}
 	emit("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": v.top["stop_sequence"]},
-		"usage": map[string]int{"input_tokens": total.Input, "output_tokens": total.Output}})
+		"usage": streamUsage(total, total.Output)})
 	emit("message_stop", map[string]any{"type": "message_stop"})
 	return events, firstErr
+}
+
+// streamUsage is a stream event's usage: the summed counts, cached prompt
+// tokens included when there were any.
+func streamUsage(total wire.Usage, output int) map[string]int {
+	u := map[string]int{"input_tokens": total.Input, "output_tokens": output}
+	if total.CacheCreation > 0 {
+		u["cache_creation_input_tokens"] = total.CacheCreation
+	}
+	if total.CacheRead > 0 {
+		u["cache_read_input_tokens"] = total.CacheRead
+	}
+	return u
 }
