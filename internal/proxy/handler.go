@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
@@ -103,11 +105,14 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 	if agent.ToolsErr != nil {
 		// A broken manifest must never silently disable governance
 		// (issue 3 "The manifest"): refuse, and tell the operator.
+		// The runner is told the file and field; the values written there
+		// (service URLs, schema references) go to the operator only.
 		msg := fmt.Sprintf("agent %s: %v; fix the pod and recompile with `claw compile`", agent.ID, agent.ToolsErr)
 		s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
 			e.StatusCode, e.Error = http.StatusInternalServerError, msg
 		})
-		apierror.Write(w, format, http.StatusInternalServerError, apierror.TypeManifest, msg)
+		apierror.Write(w, format, http.StatusInternalServerError, apierror.TypeManifest,
+			fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
 		return
 	}
 	if s.decorator != nil {
@@ -163,6 +168,20 @@ func (s *Server) bodyError(err error) error {
 	default:
 		return badRequest("could not read the request body: " + err.Error())
 	}
+}
+
+// quotedValue is a Go-quoted string (%q) inside an error message.
+var quotedValue = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// withoutValues replaces the quoted values of a manifest error, and the
+// path of the file, with placeholders, keeping the file and field names.
+func withoutValues(msg string) string {
+	msg = quotedValue.ReplaceAllString(msg, `"…"`)
+	// A read error starts with the file's absolute path.
+	if i := strings.Index(msg, "tools.json: "); i > 0 && strings.HasPrefix(msg, "/") {
+		msg = msg[i:]
+	}
+	return msg
 }
 
 func sinceMS(now, start time.Time) int64 { return now.Sub(start).Milliseconds() }

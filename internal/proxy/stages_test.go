@@ -143,3 +143,30 @@ func TestBrokenToolsManifestIs500(t *testing.T) {
 		})
 	}
 }
+
+// The runner learns which file and field are broken, never the values the
+// operator wrote there: a broken tools.json holds service addresses, and
+// those stay between cllama and the operator's audit log.
+func TestBrokenToolsManifestKeepsServiceAddressesFromTheRunner(t *testing.T) {
+	for _, f := range formats {
+		t.Run(string(f), func(t *testing.T) {
+			p := newPod(t, func(_ *Config, o *Options) {
+				o.Mediator = mediatorFunc(func(http.ResponseWriter, *http.Request, *exchange.Exchange) {})
+			})
+			writeFile(t, filepath.Join(p.root, "alice", "tools.json"), `{"version":1,"tools":[{"name":"svc.x","inputSchema":{"type":"object"},"execution":{"transport":"http","service":"svc","base_url":"ftp://secret-svc.internal:9000/api","path":"/x"}}]}`)
+			resp := p.post(t, pathOf(f), requestBody(f, "fake", false))
+			body := readAll(t, resp.Body)
+			_, msg := apiErr(t, f, body)
+			if resp.StatusCode != 500 || !strings.Contains(msg, "tools[0].execution.base_url") {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			if strings.Contains(string(body), "secret-svc") {
+				t.Fatalf("runner sees the service address: %s", body)
+			}
+			e := p.audit.waitEvent(t, audit.TypeManifestError)
+			if !strings.Contains(e.Error, "secret-svc") {
+				t.Fatalf("operator's event lacks the detail: %+v", e)
+			}
+		})
+	}
+}
