@@ -44,6 +44,17 @@ func (b *budget) add(sb *strings.Builder, s string) {
 	sb.WriteString(s)
 }
 
+// keep returns s when it fits the budget (counted once: a replaced value
+// gives back its old bytes), else old.
+func (b *budget) keep(old, s string) string {
+	if b.used-len(old)+len(s) > maxAssembledBytes {
+		b.truncated = true
+		return old
+	}
+	b.used += len(s) - len(old)
+	return s
+}
+
 func (b *budget) note() string {
 	if b.truncated {
 		return fmt.Sprintf("streamed response larger than %d bytes; history keeps the first part", maxAssembledBytes)
@@ -146,13 +157,13 @@ func (a *openAIAssembler) observe(_ string, data []byte) {
 				st.toolCalls[tc.Index] = t
 			}
 			if tc.ID != "" {
-				t.id = tc.ID
+				t.id = a.keep(t.id, tc.ID)
 			}
 			if tc.Type != "" {
-				t.typ = tc.Type
+				t.typ = a.keep(t.typ, tc.Type)
 			}
 			if tc.Function.Name != "" {
-				t.name = tc.Function.Name
+				t.name = a.keep(t.name, tc.Function.Name)
 			}
 			a.add(&t.args, tc.Function.Arguments)
 		}
@@ -263,7 +274,7 @@ func (a *anthropicAssembler) observe(_ string, data []byte) {
 	}
 	switch e.Type {
 	case "message_start":
-		a.message = e.Message
+		a.message = a.keepFields(e.Message)
 		if u, ok := e.Message["usage"]; ok {
 			var m map[string]json.RawMessage
 			if json.Unmarshal(u, &m) == nil {
@@ -277,7 +288,7 @@ func (a *anthropicAssembler) observe(_ string, data []byte) {
 		if a.blocks == nil {
 			a.blocks = map[int]*anthropicBlock{}
 		}
-		a.blocks[e.Index] = &anthropicBlock{fields: e.ContentBlock}
+		a.blocks[e.Index] = &anthropicBlock{fields: a.keepFields(e.ContentBlock)}
 	case "content_block_delta":
 		b := a.blocks[e.Index]
 		if b == nil {
@@ -307,6 +318,26 @@ func (a *anthropicAssembler) observe(_ string, data []byte) {
 			a.usage[k] = v // cumulative counts: the latest wins
 		}
 	}
+}
+
+// keepFields counts a whole object (a message_start message, a content
+// block as it started) against the budget; past it only the object's type
+// is kept.
+func (a *anthropicAssembler) keepFields(f map[string]json.RawMessage) map[string]json.RawMessage {
+	n := 0
+	for k, v := range f {
+		n += len(k) + len(v)
+	}
+	if a.used+n > maxAssembledBytes {
+		a.truncated = true
+		kept := map[string]json.RawMessage{}
+		if t, ok := f["type"]; ok && len(t) <= 64 {
+			kept["type"] = t
+		}
+		return kept
+	}
+	a.used += n
+	return f
 }
 
 func (a *anthropicAssembler) result() (json.RawMessage, string) {
