@@ -145,6 +145,9 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	t, fail := m.newTurn(x, f)
 	if fail != nil {
 		apierror.Write(w, x.Format, fail.status, fail.errType, fail.msg)
+		m.opt.Audit.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
+			Model: x.Model, Stream: x.Stream, Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
+			StatusCode: fail.status, Error: fail.msg, LatencyMS: audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())})
 		return
 	}
 	rs = newResponder(w, x.Format, f, t.req.Stream, m.opt.KeepaliveInterval)
