@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,7 +122,7 @@ func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manife
 		env := toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
 		return t.answer(round, c, tool, rawArguments(c.Arguments), env, 0)
 	}
-	key := tool.Name + "\x00" + string(args)
+	key := tool.Name + "\x00" + string(effectiveArguments(args, t.x.Agent.ID))
 	if s, ok := t.seen[key]; ok {
 		s.count++
 		env := toolexec.Fail(toolexec.CodeDuplicate, fmt.Sprintf("duplicate call: %s was already called with these arguments in round %d; it was not executed again, use that result", t.pres.name(tool.Name), s.round), 0)
@@ -213,6 +214,28 @@ func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.Raw
 			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency)})
 	}
 	return tc, wire.Result{CallID: c.ID, Content: content, IsError: !env.OK}
+}
+
+// effectiveArguments is args as the service receives them as far as
+// duplicates care: a claw_id the model wrote is replaced by the agent's id
+// (toolexec forces it), so calls differing only there are one call.
+func effectiveArguments(args json.RawMessage, agentID string) json.RawMessage {
+	if !bytes.Contains(args, []byte("claw")) && !bytes.Contains(args, []byte(`\u`)) {
+		return args // cannot hold a claw_id key, escaped or not
+	}
+	obj, err := wire.DecodeObject(args)
+	if err != nil {
+		return args
+	}
+	if _, ok := obj["claw_id"]; !ok {
+		return args
+	}
+	obj["claw_id"] = wire.Quote(agentID)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return args
+	}
+	return b
 }
 
 // rawArguments makes arguments safe to keep as JSON in the trace.
