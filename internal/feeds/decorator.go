@@ -261,7 +261,7 @@ func (d *Decorator) fetch(ctx context.Context, x *exchange.Exchange, f *manifest
 		d.audit.Emit(ev)
 		return outcome{snap: prev, stale: prev != nil, reason: reason}
 	}
-	s := newSnapshot(body, ctype, limited, ttlOf(f), now)
+	s := newSnapshot(withoutBearer(body, bearerFor(x, f)), ctype, limited, ttlOf(f), now)
 	d.cache.putGood(key, s)
 	ev.Status = "ok"
 	d.audit.Emit(ev)

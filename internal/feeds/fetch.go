@@ -1,7 +1,9 @@
 package feeds
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +70,26 @@ func bearerFor(x *exchange.Exchange, f *manifest.Feed) string {
 		return b.Token
 	}
 	return ""
+}
+
+// withoutBearer removes the feed's own bearer from its body: the projected
+// credential is one the agent never sees, even from a service that echoes
+// its request into the feed. It is looked for as sent and as a JSON string
+// writes it.
+func withoutBearer(body []byte, tok string) []byte {
+	if len(tok) < 4 {
+		return body
+	}
+	forms := [][]byte{[]byte(tok)}
+	if q, err := json.Marshal(tok); err == nil && string(q[1:len(q)-1]) != tok {
+		forms = append(forms, q[1:len(q)-1])
+	}
+	for _, f := range forms {
+		if bytes.Contains(body, f) {
+			body = bytes.ReplaceAll(body, f, []byte("[redacted]"))
+		}
+	}
+	return body
 }
 
 // failureReason says, for the model, why a fetch failed, without the URL or
