@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,11 +66,16 @@ func (w *Writer) Append(e Entry) error {
 	if e.Status == "" {
 		e.Status = StatusOK
 	}
-	line, err := json.Marshal(e)
-	if err != nil {
+	// No HTML escaping: requests and responses are kept as received, and
+	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
+	// past what readers accept (MaxLineBytes).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
 		return fmt.Errorf("history: encode entry %s: %w", e.ID, err)
 	}
-	line = append(line, '\n')
+	line := buf.Bytes()
 	af, err := w.file(e.AgentID)
 	if err != nil {
 		return err
