@@ -10,6 +10,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // ImageSource reads descriptors from locally present images. Implementations
@@ -63,7 +64,8 @@ func (d DockerImages) Labels(ctx context.Context, image string) (map[string]stri
 }
 
 // ReadFile creates a stopped container from the image, copies path out as
-// a tar stream and removes the container.
+// a tar stream and removes the container. The stream is read up to the
+// file limit only (a path may name a huge file or a directory such as /).
 func (d DockerImages) ReadFile(ctx context.Context, image, path string) ([]byte, error) {
 	out, err := exec.CommandContext(ctx, d.bin(), "create", image, "/claw-describe-probe").Output()
 	if err != nil {
@@ -71,33 +73,89 @@ func (d DockerImages) ReadFile(ctx context.Context, image, path string) ([]byte,
 	}
 	id := strings.TrimSpace(string(out))
 	defer func() {
-		// Best effort; a fresh context so cancellation still cleans up.
-		_ = exec.Command(d.bin(), "rm", "-f", id).Run()
+		// Best effort, and still run when ctx is cancelled, but bounded.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		defer cancel()
+		_ = exec.CommandContext(rctx, d.bin(), "rm", "-f", id).Run()
 	}()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, d.bin(), "cp", id+":"+path, "-")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if strings.Contains(stderr.String(), "No such") || strings.Contains(stderr.String(), "Could not find") {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stderr := &headWriter{max: 4 << 10}
+	cmd := exec.CommandContext(cctx, d.bin(), "cp", id+":"+path, "-")
+	cmd.Stderr = stderr
+	// Stop waiting for the output pipes once docker cp has exited or been
+	// stopped, should a child of it keep them open.
+	cmd.WaitDelay = time.Second
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("docker cp %s:%s: %w", image, path, err)
+	}
+	// A tar of one file is the file plus headers and padding.
+	lr := &io.LimitedReader{R: stdout, N: maxImageFile + 64<<10}
+	data, found, readErr := firstRegularFile(lr)
+	if !found {
+		_, _ = io.Copy(io.Discard, lr)
+	}
+	if found || lr.N <= 0 {
+		cancel() // stop docker cp rather than read the rest
+	}
+	waitErr := cmd.Wait()
+	if readErr != nil {
+		return nil, fmt.Errorf("%s in %s: %w", path, image, readErr)
+	}
+	if found {
+		return data, nil
+	}
+	if waitErr != nil && lr.N > 0 {
+		msg := stderr.String()
+		if strings.Contains(msg, "No such") || strings.Contains(msg, "Could not find") {
 			return nil, fmt.Errorf("%s in %s: %w", path, image, ErrNotInImage)
 		}
-		return nil, fmt.Errorf("docker cp %s:%s: %v: %s", image, path, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("docker cp %s:%s: %v: %s", image, path, waitErr, strings.TrimSpace(msg))
 	}
-	tr := tar.NewReader(&stdout)
+	return nil, fmt.Errorf("%s in %s: %w", path, image, ErrNotInImage)
+}
+
+// removeTimeout bounds removing the probe container.
+const removeTimeout = 30 * time.Second
+
+// firstRegularFile returns the first regular file of a tar stream; found
+// is false when the stream holds none (or is not a tar stream).
+func firstRegularFile(r io.Reader) (data []byte, found bool, err error) {
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err != nil {
-			return nil, fmt.Errorf("%s in %s: %w", path, image, ErrNotInImage)
+			return nil, false, nil
 		}
-		if h.Typeflag == tar.TypeReg {
-			data, err := io.ReadAll(io.LimitReader(tr, maxImageFile+1))
-			if err != nil {
-				return nil, err
-			}
-			if len(data) > maxImageFile {
-				return nil, fmt.Errorf("%s in %s is larger than %d bytes", path, image, maxImageFile)
-			}
-			return data, nil
+		if h.Typeflag != tar.TypeReg {
+			continue
 		}
+		data, err := io.ReadAll(io.LimitReader(tr, maxImageFile+1))
+		if err != nil {
+			return nil, false, nil
+		}
+		if len(data) > maxImageFile {
+			return nil, false, fmt.Errorf("larger than %d bytes", maxImageFile)
+		}
+		return data, true, nil
 	}
 }
+
+// headWriter keeps the first max bytes written to it and discards the rest.
+type headWriter struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) String() string { return w.buf.String() }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -134,5 +135,40 @@ func TestDockerImages(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fakeDocker writes an executable standing in for the docker CLI: `create`
+// prints a container id, `cp` runs cpScript, anything else succeeds.
+func fakeDocker(t *testing.T, cpScript string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "docker")
+	script := "#!/bin/sh\ncase \"$1\" in\ncreate) echo c0ffee ;;\ncp) " + cpScript + " ;;\n*) exit 0 ;;\nesac\n"
+	mustWrite(t, bin, []byte(script))
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestDockerImagesReadFileIsBounded: what `docker cp` streams is read up to
+// the file limit, not buffered whole (a label may name a huge file or a
+// directory such as /).
+func TestDockerImagesReadFileIsBounded(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	const streamed = 256 << 20
+	bin := fakeDocker(t, fmt.Sprintf("yes | head -c %d", streamed))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := DockerImages{Binary: bin}.ReadFile(context.Background(), "img", "/")
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("garbage from docker cp was accepted")
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 4*maxImageFile {
+		t.Fatalf("ReadFile allocated %d MiB for a %d MiB stream; it must stop at the limit", grown>>20, streamed>>20)
 	}
 }
