@@ -154,11 +154,18 @@ type Usage struct {
 	// already include cached ones; there both stay 0).
 	CacheCreation int
 	CacheRead     int
+	// CachedInput and Reasoning are OpenAI's usage details
+	// (prompt_tokens_details.cached_tokens,
+	// completion_tokens_details.reasoning_tokens), already counted in
+	// Input and Output.
+	CachedInput int
+	Reasoning   int
 }
 
 // Add returns u + v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheCreation + v.CacheCreation, u.CacheRead + v.CacheRead}
+	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheCreation + v.CacheCreation, u.CacheRead + v.CacheRead,
+		u.CachedInput + v.CachedInput, u.Reasoning + v.Reasoning}
 }
 
 // Prompt is every prompt token billed, cached ones included: what audit

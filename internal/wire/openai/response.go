@@ -66,13 +66,25 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	}
 	if raw, ok := top["usage"]; ok && string(raw) != "null" {
 		var u struct {
-			Prompt     int `json:"prompt_tokens"`
-			Completion int `json:"completion_tokens"`
+			Prompt        int `json:"prompt_tokens"`
+			Completion    int `json:"completion_tokens"`
+			PromptDetails *struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+			CompletionDetails *struct {
+				Reasoning int `json:"reasoning_tokens"`
+			} `json:"completion_tokens_details"`
 		}
 		if err := json.Unmarshal(raw, &u); err != nil {
 			return nil, fmt.Errorf("%w: usage: %v", wire.ErrMalformed, err)
 		}
 		resp.Usage = wire.Usage{Input: u.Prompt, Output: u.Completion}
+		if u.PromptDetails != nil {
+			resp.Usage.CachedInput = u.PromptDetails.Cached
+		}
+		if u.CompletionDetails != nil {
+			resp.Usage.Reasoning = u.CompletionDetails.Reasoning
+		}
 	}
 	resp.Priv = v
 	return resp, nil
@@ -158,9 +170,31 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	usage["prompt_tokens"], _ = json.Marshal(total.Input)
 	usage["completion_tokens"], _ = json.Marshal(total.Output)
 	usage["total_tokens"], _ = json.Marshal(total.Input + total.Output)
+	// The details are summed like the totals they break down.
+	setDetail(usage, "prompt_tokens_details", "cached_tokens", total.CachedInput)
+	setDetail(usage, "completion_tokens_details", "reasoning_tokens", total.Reasoning)
 	top["usage"], err = json.Marshal(usage)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(top)
+}
+
+// setDetail sets usage[obj][key] to n, keeping the object's other members;
+// an absent object is added only for a non-zero count.
+func setDetail(usage map[string]json.RawMessage, obj, key string, n int) {
+	var d map[string]json.RawMessage
+	if raw, ok := usage[obj]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &d) != nil {
+			return // not an object: leave it as the provider wrote it
+		}
+	}
+	if d == nil {
+		if n == 0 {
+			return
+		}
+		d = map[string]json.RawMessage{}
+	}
+	d[key], _ = json.Marshal(n)
+	usage[obj], _ = json.Marshal(d)
 }

@@ -89,7 +89,14 @@ func (Format) StreamEvents(resp *wire.Response, total wire.Usage, includeUsage b
 	if includeUsage {
 		c := base
 		c.Choices = []chunkChoice{}
-		c.Usage = map[string]int{"prompt_tokens": total.Input, "completion_tokens": total.Output, "total_tokens": total.Input + total.Output}
+		u := map[string]any{"prompt_tokens": total.Input, "completion_tokens": total.Output, "total_tokens": total.Input + total.Output}
+		if total.CachedInput > 0 {
+			u["prompt_tokens_details"] = map[string]int{"cached_tokens": total.CachedInput}
+		}
+		if total.Reasoning > 0 {
+			u["completion_tokens_details"] = map[string]int{"reasoning_tokens": total.Reasoning}
+		}
+		c.Usage = u
 		b, err := json.Marshal(c)
 		if err != nil {
 			return nil, err
