@@ -111,7 +111,8 @@ func (b *builder) providers() (*manifest.Providers, error) {
 // hold a provider key in its own environment; only cllama sees them.
 func (b *builder) checkStarvation() error {
 	keys := b.providerKeyVars()
-	// Secret values given to cllama, to catch a key copied under another name.
+	// Secret values given to cllama, to catch a key copied under another
+	// name or embedded in another value.
 	secrets := map[string]string{}
 	for k, v := range b.pod.Claw.CllamaDefaults.Env {
 		if provider, ok := keys[k]; ok && len(v) >= 8 {
@@ -126,7 +127,7 @@ func (b *builder) checkStarvation() error {
 			}
 			provider, ok := keys[name]
 			if !ok {
-				provider, ok = secrets[*v]
+				provider, ok = heldSecret(*v, secrets)
 			}
 			if ok {
 				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("the agent holds the %s provider key; agents reach models only through cllama (credential starvation)", provider), Fix: fmt.Sprintf("move the key to x-claw.cllama-defaults.env and remove %s from the service's environment (and env_file)", name)}
@@ -134,4 +135,18 @@ func (b *builder) checkStarvation() error {
 		}
 	}
 	return nil
+}
+
+// heldSecret reports which provider's key v holds: the key itself or the
+// key inside a longer value (a header, a URL, a connection string).
+func heldSecret(v string, secrets map[string]string) (string, bool) {
+	if p, ok := secrets[v]; ok {
+		return p, true
+	}
+	for _, key := range sortedKeys(secrets) {
+		if strings.Contains(v, key) {
+			return secrets[key], true
+		}
+	}
+	return "", false
 }
