@@ -244,8 +244,12 @@ func decodeTool(w wireTool, viaMCP bool) (Tool, error) {
 	return t, nil
 }
 
+// DefaultFeedTTL is a feed's TTL in seconds when its declaration gives
+// none, in a descriptor or in the pod's explicit feed form.
+const DefaultFeedTTL = 60
+
 func decodeFeed(w wireFeed) (Feed, error) {
-	f := Feed{Name: w.Name, Path: w.Path, Description: w.Description}
+	f := Feed{Name: w.Name, Path: w.Path, TTL: DefaultFeedTTL, Description: w.Description}
 	if w.Name == "" {
 		return f, fieldErr(".name", "required")
 	}

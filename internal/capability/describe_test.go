@@ -49,7 +49,7 @@ func TestParseDescriptorV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Version != 1 || d.Feeds[0].TTL != 0 || d.Endpoints[0].Method != "GET" || d.Skill != "s.md" || d.HasTools() {
+	if d.Version != 1 || d.Feeds[0].TTL != DefaultFeedTTL || d.Endpoints[0].Method != "GET" || d.Skill != "s.md" || d.HasTools() {
 		t.Fatalf("unexpected: %+v", d)
 	}
 }

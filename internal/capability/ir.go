@@ -71,8 +71,9 @@ type HTTPCall struct {
 
 // Feed is a live-data endpoint the service offers (spec 003).
 type Feed struct {
-	Name        string
-	Path        string
+	Name string
+	Path string
+	// TTL is seconds; DefaultFeedTTL when the descriptor gives none.
 	TTL         int
 	Description string
 }

@@ -254,3 +254,27 @@ func TestSkillSymlinkCannotLeaveDescriptorDir(t *testing.T) {
 	}
 	build(t, dir, Options{})
 }
+
+// TestDescriptorFeedWithoutTTLGetsDefault: a descriptor feed that gives no
+// ttl is cached for the default, like an explicit feed without ttl, rather
+// than refetched on every request (ttl 0).
+func TestDescriptorFeedWithoutTTLGetsDefault(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "api", ".claw-describe.json"), []byte(`{"version":1,"feeds":[{"name":"news","path":"/news"}]}`))
+	mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte(`services:
+  a:
+    image: runner
+    x-claw:
+      cllama: passthrough
+      feeds: [news, {source: api, path: /news, name: news2}]
+  api:
+    build: ./api
+    expose: ["80"]
+`))
+	res := build(t, dir, Options{Rand: zeroReader{}})
+	for _, f := range res.Agents[0].Feeds {
+		if f.TTL != defaultFeedTTL {
+			t.Errorf("feed %s: ttl %d, want the default %d", f.Name, f.TTL, defaultFeedTTL)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package compile
 
 import (
 	"io"
+
+	"github.com/clawdapus/clawgo/internal/capability"
 )
 
 // DefaultCllamaImage is the cllama image used when neither Options nor the
@@ -20,7 +22,7 @@ const (
 	InternalNet    = "claw-internal"
 	HistoryVolume  = "claw-session-history"
 	CllamaPort     = 8080
-	defaultFeedTTL = 60
+	defaultFeedTTL = capability.DefaultFeedTTL
 )
 
 // Options configures Build. The zero value reads no images, uses
