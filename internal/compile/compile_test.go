@@ -278,3 +278,26 @@ func TestDescriptorFeedWithoutTTLGetsDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTightensSecretDirs: the directories holding credentials are
+// 0700 even when they already existed with a wider mode.
+func TestWriteTightensSecretDirs(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	for _, d := range []string{AuthDir, ContextDir + "/executor/service-auth"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(d)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := build(t, dir, Options{}).Output.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{AuthDir, ContextDir + "/executor/service-auth"} {
+		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %o, want 700", d, st.Mode().Perm())
+		}
+	}
+}

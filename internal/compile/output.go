@@ -147,6 +147,12 @@ func (o *Output) Write(dir string) error {
 		if err := os.MkdirAll(filepath.Dir(full), dmode); err != nil {
 			return err
 		}
+		if dmode == 0o700 {
+			// MkdirAll leaves an existing directory's mode alone.
+			if err := os.Chmod(filepath.Dir(full), dmode); err != nil {
+				return err
+			}
+		}
 		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, f.Data) {
 			if st, err := os.Stat(full); err == nil && st.Mode().Perm() == f.Mode {
 				if f.Path == GeneratedFile {
