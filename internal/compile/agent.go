@@ -246,6 +246,15 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 	if !ok || val == "" {
 		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("variable %s (the bearer token for %q) is not set or empty", env, target), Fix: fmt.Sprintf("set %s in the %q service's environment or in .env, or project a token with x-claw.service-auth on %q", env, target, agentSvc.Name)}
 	}
+	// A descriptor (possibly baked into a third-party image) must not make
+	// claw hand a model provider's key to its service as a bearer.
+	provider, isKey := b.providerKeyVars()[env]
+	if !isKey {
+		provider, isKey = heldSecret(val, b.providerSecrets())
+	}
+	if isKey {
+		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("%s holds the %s provider key, which only cllama may hold (credential starvation)", env, provider), Fix: fmt.Sprintf("name the variable holding the service's own bearer token, or project one with x-claw.service-auth on %q", agentSvc.Name)}
+	}
 	sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: val}
 	a.serviceAuth[target] = sa
 	return sa.Bearer(), nil

@@ -111,14 +111,7 @@ func (b *builder) providers() (*manifest.Providers, error) {
 // hold a provider key in its own environment; only cllama sees them.
 func (b *builder) checkStarvation() error {
 	keys := b.providerKeyVars()
-	// Secret values given to cllama, to catch a key copied under another
-	// name or embedded in another value.
-	secrets := map[string]string{}
-	for k, v := range b.pod.Claw.CllamaDefaults.Env {
-		if provider, ok := keys[k]; ok && len(v) >= 8 {
-			secrets[v] = provider
-		}
-	}
+	secrets := b.providerSecrets()
 	for _, svc := range b.pod.Agents() {
 		for _, name := range sortedKeys(svc.Compose.Environment) {
 			v := svc.Compose.Environment[name]
@@ -149,4 +142,17 @@ func heldSecret(v string, secrets map[string]string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// providerSecrets are the provider keys given to cllama, by value, to catch
+// a key copied under another name or embedded in another value.
+func (b *builder) providerSecrets() map[string]string {
+	keys := b.providerKeyVars()
+	secrets := map[string]string{}
+	for k, v := range b.pod.Claw.CllamaDefaults.Env {
+		if provider, ok := keys[k]; ok && len(v) >= 8 {
+			secrets[v] = provider
+		}
+	}
+	return secrets
 }
