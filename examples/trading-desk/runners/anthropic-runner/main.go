@@ -8,10 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -23,24 +20,7 @@ var defaultTurns = []convo.Turn{
 	{User: "Note down what you just did.", Stream: true},
 }
 
-func main() {
-	cfg, err := convo.LoadConfig(defaultTurns)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "anthropic-runner:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	t := &convo.Transcript{Out: os.Stdout, Runner: cfg.Name}
-	err = run(ctx, cfg, t)
-	if err != nil {
-		t.Failure = err.Error()
-	}
-	t.Summary()
-	if err != nil {
-		os.Exit(1)
-	}
-}
+func main() { convo.Main("anthropic-runner", defaultTurns, run) }
 
 func run(ctx context.Context, cfg convo.Config, t *convo.Transcript) error {
 	client := anthropic.NewClient() // reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY

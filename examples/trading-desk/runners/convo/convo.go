@@ -12,8 +12,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -129,5 +131,27 @@ func Retry[T any](ctx context.Context, wait time.Duration, call func() (T, error
 			return v, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+}
+
+// Main is a runner's whole process: read the configuration, play the turns
+// with run until done or signalled, print the summary, and exit 0 only when
+// every turn got an answer (2 for a configuration error).
+func Main(name string, defaultTurns []Turn, run func(context.Context, Config, *Transcript) error) {
+	cfg, err := LoadConfig(defaultTurns)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	t := &Transcript{Out: os.Stdout, Runner: cfg.Name}
+	if err := run(ctx, cfg, t); err != nil {
+		t.Failure = err.Error()
+	}
+	t.Summary()
+	if t.Failure != "" {
+		stop()
+		os.Exit(1)
 	}
 }

@@ -8,10 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/clawdapus/clawgo/examples/trading-desk/runners/convo"
@@ -24,24 +21,7 @@ var defaultTurns = []convo.Turn{
 	{User: "Save a note with that summary.", Stream: false},
 }
 
-func main() {
-	cfg, err := convo.LoadConfig(defaultTurns)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "openai-runner:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	t := &convo.Transcript{Out: os.Stdout, Runner: cfg.Name}
-	err = run(ctx, cfg, t)
-	if err != nil {
-		t.Failure = err.Error()
-	}
-	t.Summary()
-	if err != nil {
-		os.Exit(1)
-	}
-}
+func main() { convo.Main("openai-runner", defaultTurns, run) }
 
 func run(ctx context.Context, cfg convo.Config, t *convo.Transcript) error {
 	client := openai.NewClient() // reads OPENAI_BASE_URL and OPENAI_API_KEY
