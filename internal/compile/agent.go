@@ -218,8 +218,11 @@ func (b *builder) baseURL(svc *pod.Service) (string, error) {
 
 // auth resolves the credential an agent's calls to target carry: a
 // projected x-claw.service-auth entry wins; otherwise the descriptor's
-// auth.env, resolved from the target's environment, then the pod's (.env
-// and process). A missing value is an error naming the variable.
+// auth.env, resolved from the target service's own environment only (the
+// pod file may fill it from .env with ${VAR}). Never from the operator's
+// wider environment: a descriptor, possibly baked into a third-party image,
+// must not be able to name an unrelated secret and receive it as a bearer.
+// A missing value is an error naming the variable.
 func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifest.Auth, error) {
 	if sa, ok := a.serviceAuth[target]; ok {
 		return sa.Bearer(), nil
@@ -242,9 +245,9 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 		return nil, nil
 	}
 	env := sd.Descriptor.Auth.Env
-	val, ok := b.envValue(target, env)
+	val, ok := b.serviceEnv(target, env)
 	if !ok || val == "" {
-		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("variable %s (the bearer token for %q) is not set or empty", env, target), Fix: fmt.Sprintf("set %s in the %q service's environment or in .env, or project a token with x-claw.service-auth on %q", env, target, agentSvc.Name)}
+		return nil, &pod.Error{File: sd.Location, Service: target, Key: "auth.env", Problem: fmt.Sprintf("variable %s (the bearer token for %q) is not set or empty", env, target), Fix: fmt.Sprintf("set %s in the %q service's environment (for example `%s: ${%s}` with the value in .env), or project a token with x-claw.service-auth on %q", env, target, env, env, agentSvc.Name)}
 	}
 	// A descriptor (possibly baked into a third-party image) must not make
 	// claw hand a model provider's key to its service as a bearer.
@@ -267,14 +270,14 @@ const (
 	envMCPStdioAuthToken = "CLAW_MCP_STDIO_AUTH_TOKEN"
 )
 
-func (b *builder) envValue(service, name string) (string, bool) {
+// serviceEnv is a variable of one service's own (interpolated) environment.
+func (b *builder) serviceEnv(service, name string) (string, bool) {
 	if s, ok := b.pod.Services[service]; ok {
 		if v, ok := s.Compose.Environment[name]; ok && v != nil {
 			return *v, true
 		}
 	}
-	v, ok := b.pod.Project.Environment[name]
-	return v, ok
+	return "", false
 }
 
 func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
