@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,25 +54,7 @@ func (h *harness) run(args ...string) int {
 func copyPod(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	src := filepath.Join(podCase, "pod")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		full := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(full, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	copyTree(t, filepath.Join(podCase, "pod"), dst)
 	return dst
 }
 
