@@ -2,6 +2,7 @@ package pod
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -26,9 +27,9 @@ func (d *decoder) warnf(key, format string, args ...any) {
 	d.warnings = append(d.warnings, fmt.Sprintf("%s: %s: %s", where, key, fmt.Sprintf(format, args...)))
 }
 
-var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "feeds-defaults", "tool-policy"}
+var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "feeds-defaults", "tool-policy", "runner-env"}
 
-var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests"}
+var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env"}
 
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
 // in errors; warnings report keys it ignores.
@@ -98,6 +99,11 @@ func (d *decoder) podClaw(v any) (Claw, error) {
 	}
 	if raw, ok := m["tool-policy"]; ok && raw != nil {
 		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
+			return c, err
+		}
+	}
+	if raw, ok := m["runner-env"]; ok && raw != nil {
+		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
 			return c, err
 		}
 	}
@@ -240,6 +246,22 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 			return nil, err
 		}
 	}
+	if raw, ok := m["egress"]; ok && raw != nil {
+		if c.Egress, err = d.boolean("x-claw.egress", raw); err != nil {
+			return nil, err
+		}
+		if c.Egress && !c.IsAgent() {
+			return nil, d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)")
+		}
+	}
+	if raw, ok := m["runner-env"]; ok && raw != nil {
+		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
+			return nil, err
+		}
+		if !c.CllamaEnabled() {
+			return nil, d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama")
+		}
+	}
 	if len(c.ToolManifests) > 0 && c.IsAgent() {
 		return nil, d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)")
 	}
@@ -307,6 +329,44 @@ func (d *decoder) surfaces(v any) ([]Surface, error) {
 		out = append(out, Surface{Raw: s, Scheme: scheme, Target: target})
 	}
 	return out, nil
+}
+
+// runnerEnv decodes a runner-env mapping: VARIABLE: openai-base-url |
+// anthropic-base-url | token.
+func (d *decoder) runnerEnv(key string, v any) (map[string]RunnerEnvValue, error) {
+	m, err := d.object(key, v)
+	if err != nil {
+		return nil, err
+	}
+	known := make([]string, len(RunnerEnvValues))
+	for i, k := range RunnerEnvValues {
+		known[i] = string(k)
+	}
+	out := make(map[string]RunnerEnvValue, len(m))
+	for _, name := range sortedKeys(m) {
+		if !validEnvName(name) {
+			return nil, d.errf(key+"."+name, "name the variable with letters, digits and '_' (not starting with a digit)", "%q is not an environment variable name", name)
+		}
+		s, ok := m[name].(string)
+		val := RunnerEnvValue(s)
+		if !ok || !slices.Contains(RunnerEnvValues, val) {
+			return nil, d.errf(key+"."+name, "write one of: "+strings.Join(known, ", "), "%s is not a value claw can give a runner", describeValue(m[name]))
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
+func validEnvName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (d *decoder) mcpStdio(v any) (*MCPStdio, error) {

@@ -14,7 +14,29 @@ type Claw struct {
 	HasFeedsDefaults bool
 	// ToolPolicy is the pod-wide tool-policy; services override per key.
 	ToolPolicy PolicySpec
+	// RunnerEnv is x-claw.runner-env: more variables every cllama agent
+	// gets, each pointing at cllama (see RunnerEnvValue). Agents add to it
+	// and override it by name.
+	RunnerEnv map[string]RunnerEnvValue
 }
+
+// RunnerEnvValue is what a runner-env variable carries.
+type RunnerEnvValue string
+
+// The values a runner-env variable can carry.
+const (
+	// RunnerEnvOpenAIBaseURL is cllama's OpenAI-format base URL
+	// (http://cllama:8080/v1).
+	RunnerEnvOpenAIBaseURL RunnerEnvValue = "openai-base-url"
+	// RunnerEnvAnthropicBaseURL is cllama's Anthropic-format base URL
+	// (http://cllama:8080): the SDKs append /v1/messages.
+	RunnerEnvAnthropicBaseURL RunnerEnvValue = "anthropic-base-url"
+	// RunnerEnvToken is the agent's own cllama token.
+	RunnerEnvToken RunnerEnvValue = "token"
+)
+
+// RunnerEnvValues lists every RunnerEnvValue, for errors and docs.
+var RunnerEnvValues = []RunnerEnvValue{RunnerEnvOpenAIBaseURL, RunnerEnvAnthropicBaseURL, RunnerEnvToken}
 
 // CllamaDefaults is x-claw.cllama-defaults: the proxy's settings.
 type CllamaDefaults struct {
@@ -60,6 +82,13 @@ type ServiceClaw struct {
 	// ServiceAuth are credentials projected for this agent, keyed by the
 	// target service; they win over the target descriptor's auth.env.
 	ServiceAuth map[string]ServiceAuthSpec
+	// Egress is x-claw.egress: the agent may also reach the outside
+	// directly (not through cllama). Off by default: an agent reaches
+	// cllama and its surfaces only (spec 000 §2, "Topology").
+	Egress bool
+	// RunnerEnv is x-claw.runner-env: variables added to the pod's
+	// runner-env for this agent.
+	RunnerEnv map[string]RunnerEnvValue
 	// ToolManifests are x-claw.tool-manifests: paths (relative to the pod
 	// file) of CKP `kind: Tool` manifests (spec 001) for tools this service
 	// provides. They add to, and by name override, the service's

@@ -74,6 +74,23 @@ func (d *decoder) integer(key string, v any) (int, error) {
 	return 0, d.errf(key, "write a whole number", "must be an integer, got %s", describeValue(v))
 }
 
+// boolean accepts a YAML boolean or, for interpolated values, the strings
+// true and false.
+func (d *decoder) boolean(key string, v any) (bool, error) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(t)) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+	}
+	return false, d.errf(key, "write true or false", "must be a boolean, got %s", describeValue(v))
+}
+
 func typeName(v any) string {
 	switch v.(type) {
 	case nil:
