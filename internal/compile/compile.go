@@ -19,6 +19,8 @@ type Result struct {
 	// Descriptors are the services' descriptors, sorted by service.
 	Descriptors []*ServiceDescriptor
 	Output      *Output
+	// Perimeter is who may reach whom in the pod.
+	Perimeter *Perimeter
 	// Warnings are non-fatal findings (the pod's and the compiler's).
 	Warnings []string
 }
@@ -116,7 +118,16 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if err := b.checkStarvation(); err != nil {
 		return nil, err
 	}
-	compose, err := b.composeFile(ctx, res.Agents)
+	if err := b.checkRunnerEnv(); err != nil {
+		return nil, err
+	}
+	if err := b.checkPerimeter(); err != nil {
+		return nil, err
+	}
+	if res.Perimeter, err = b.perimeter(res.Agents, providers); err != nil {
+		return nil, err
+	}
+	compose, err := b.composeFile(ctx, res.Agents, res.Perimeter)
 	if err != nil {
 		return nil, err
 	}

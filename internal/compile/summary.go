@@ -10,7 +10,7 @@ import (
 func Summary(r *Result) string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "pod %s: %d agent(s)\n", r.Pod.Name, len(r.Agents))
-	for _, a := range r.Agents {
+	for i, a := range r.Agents {
 		proxy := "no cllama"
 		if a.Cllama {
 			proxy = "via cllama"
@@ -39,6 +39,22 @@ func Summary(r *Result) string {
 		if len(a.Skills) > 0 {
 			fmt.Fprintf(&w, "  skills: %s\n", strings.Join(a.Skills, ", "))
 		}
+		if r.Perimeter != nil && i < len(r.Perimeter.Agents) {
+			fmt.Fprintf(&w, "  reaches: %s\n", ReachLine(r.Perimeter.Agents[i]))
+		}
 	}
 	return w.String()
+}
+
+// ReachLine says in one line what an agent reaches: "cllama, trading-api;
+// no route out of the pod".
+func ReachLine(a AgentReach) string {
+	names := "nothing in the pod"
+	if len(a.Reaches) > 0 {
+		names = strings.Join(a.Names(), ", ")
+	}
+	if a.Egress {
+		return names + "; and the outside (x-claw.egress)"
+	}
+	return names + "; no route out of the pod"
 }

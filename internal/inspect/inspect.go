@@ -115,6 +115,16 @@ type Agent struct {
 	Policy   *Policy     `json:"policy,omitempty"`
 	Skills   []string    `json:"skills"`
 	Surfaces []string    `json:"surfaces"`
+	// Reaches is what the agent's network reaches (cllama, its surfaces),
+	// and Egress whether it also has a route out of the pod.
+	Reaches []Reach `json:"reaches"`
+	Egress  bool    `json:"egress"`
+}
+
+// Reach is one service an agent reaches and why, as the pod file says it.
+type Reach struct {
+	Service string   `json:"service"`
+	From    []string `json:"from"`
 }
 
 // AgentTool is one tool an agent may call.
@@ -193,10 +203,18 @@ func Build(res *compile.Result, dir string, compiled time.Time) (*Report, error)
 		}
 		rep.Services = append(rep.Services, service(svc, descs[name], grantedTo))
 	}
-	for _, a := range res.Agents {
+	for i, a := range res.Agents {
 		ag, err := agent(p, a, descs)
 		if err != nil {
 			return nil, err
+		}
+		ag.Reaches = []Reach{}
+		if res.Perimeter != nil && i < len(res.Perimeter.Agents) {
+			ar := res.Perimeter.Agents[i]
+			for _, r := range ar.Reaches {
+				ag.Reaches = append(ag.Reaches, Reach{Service: r.Service, From: r.From})
+			}
+			ag.Egress = ar.Egress
 		}
 		rep.Agents = append(rep.Agents, ag)
 		rep.Warnings = append(rep.Warnings, compareDisk(dir, a)...)

@@ -150,4 +150,17 @@ func writeAgent(b *strings.Builder, a Agent) {
 	if len(a.Surfaces) > 0 {
 		fmt.Fprintf(b, "  surfaces: %s\n", strings.Join(a.Surfaces, ", "))
 	}
+	if len(a.Reaches) == 0 {
+		b.WriteString("  reaches: nothing in the pod\n")
+	} else {
+		fmt.Fprintf(b, "  reaches (%d):\n", len(a.Reaches))
+		for _, r := range a.Reaches {
+			fmt.Fprintf(b, "    %s  (%s)\n", r.Service, strings.Join(r.From, "; "))
+		}
+	}
+	if a.Egress {
+		b.WriteString("  egress: open (x-claw.egress): it reaches the outside directly, bypassing cllama\n")
+	} else {
+		b.WriteString("  egress: none (no route out of the pod)\n")
+	}
 }
