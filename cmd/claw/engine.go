@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -59,15 +61,47 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, e.cmd[0], full...)
 	cmd.Dir = e.cfg.Dir
 	cmd.Env = append(os.Environ(), operatorEnv()...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, e.cfg.IO.ErrOut
+	watch := &poolWatch{w: e.cfg.IO.ErrOut}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, watch
 	// On cancellation (Ctrl-C) let compose stop the pod gracefully: it gets
 	// SIGINT, as from a terminal, and a grace period before it is killed.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = composeGrace
 	if err := cmd.Run(); err != nil {
+		if watch.seen {
+			return fmt.Errorf("%s %s: %w\n%s", strings.Join(e.cmd, " "), strings.Join(args, " "), err, poolHint)
+		}
 		return fmt.Errorf("%s %s: %w", strings.Join(e.cmd, " "), strings.Join(args, " "), err)
 	}
 	return nil
+}
+
+// poolHint explains the engine running out of address pools: every agent
+// has a network of its own (the perimeter), and the engine's default pools
+// hold about 30 networks per host.
+const poolHint = "claw: the Docker engine has no address pool left for the pod's networks (each agent has its own network); " +
+	"give it small pools in /etc/docker/daemon.json, e.g. \"default-address-pools\": [{\"base\": \"10.201.0.0/16\", \"size\": 28}], " +
+	"restart the engine, or remove unused networks (docker network prune)"
+
+// poolWatch passes compose's stderr through and notes the engine's
+// address-pool exhaustion, which compose reports in its own words.
+type poolWatch struct {
+	w    io.Writer
+	tail []byte
+	seen bool
+}
+
+const poolMessage = "non-overlapping IPv4 address pool"
+
+func (p *poolWatch) Write(b []byte) (int, error) {
+	if !p.seen {
+		p.tail = append(p.tail, b...)
+		p.seen = bytes.Contains(p.tail, []byte(poolMessage))
+		if keep := len(poolMessage); len(p.tail) > keep {
+			p.tail = append(p.tail[:0], p.tail[len(p.tail)-keep:]...)
+		}
+	}
+	return p.w.Write(b)
 }
 
 // operatorEnv tells compose who runs claw, for the generated file's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,5 +48,28 @@ func TestComposeEngineMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if _, err := NewComposeEngine(context.Background(), EngineConfig{}); !errors.Is(err, ErrNoCompose) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestPoolWatch: the engine's address-pool exhaustion is noticed however
+// compose's stderr is split into writes, and the output passes through.
+func TestPoolWatch(t *testing.T) {
+	msg := "ERROR: could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network\n"
+	for split := 0; split <= len(msg); split += 7 {
+		var out strings.Builder
+		w := &poolWatch{w: &out}
+		_, _ = w.Write([]byte("Creating network \"pod_claw-agent-a\"\n" + msg[:split]))
+		_, _ = w.Write([]byte(msg[split:]))
+		if !w.seen {
+			t.Fatalf("split at %d: exhaustion not noticed", split)
+		}
+		if !strings.HasSuffix(out.String(), msg) {
+			t.Fatalf("split at %d: output not passed through: %q", split, out.String())
+		}
+	}
+	w := &poolWatch{w: io.Discard}
+	_, _ = w.Write([]byte("Creating network \"pod_default\" with the default driver\n"))
+	if w.seen {
+		t.Fatal("an ordinary line was taken for exhaustion")
 	}
 }
