@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,10 +80,11 @@ func tryRun(dir string, timeout time.Duration, name string, args ...string) (str
 }
 
 // startPod copies examples/<name> to a temporary directory, gives it a
-// unique pod name, builds claw and the images, and runs `claw up -d`. The
-// pod is taken down (containers, networks, volumes) when the test ends,
-// whatever its outcome.
-func startPod(t *testing.T, example string) *pod {
+// unique pod name, appends extraServices (YAML indented as entries of
+// services:, which must be the pod file's last top-level key), builds claw
+// and the images, and runs `claw up -d`. The pod is taken down
+// (containers, networks, volumes) when the test ends, whatever its outcome.
+func startPod(t *testing.T, example, extraServices string) *pod {
 	t.Helper()
 	root := repoRoot(t)
 	bin := t.TempDir()
@@ -107,6 +109,13 @@ func startPod(t *testing.T, example string) *pod {
 	renamed := bytes.Replace(src, []byte("pod: trading-desk"), []byte("pod: "+project), 1)
 	if bytes.Equal(renamed, src) {
 		t.Fatal("example pod file has no `pod: trading-desk` line to rename")
+	}
+	if extraServices != "" {
+		last := regexp.MustCompile(`(?m)^[A-Za-z0-9_-]+:`).FindAll(renamed, -1)
+		if len(last) == 0 || string(last[len(last)-1]) != "services:" {
+			t.Fatal("services: is not the example pod file's last top-level key; extra services cannot be appended")
+		}
+		renamed = append(append(renamed, '\n'), extraServices...)
 	}
 	if err := os.WriteFile(podFile, renamed, 0o644); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,8 @@ type received struct {
 // model, runners keep their own tools, and history and audit record it all.
 func TestTradingDesk(t *testing.T) {
 	requireDocker(t)
-	p := startPod(t, "trading-desk")
+	buildNetprobe(t)
+	p := startPod(t, "trading-desk", probeServices)
 
 	summaries := map[string]runnerSummary{}
 	for _, agent := range []string{"analyst", "executor"} {
@@ -76,6 +77,8 @@ func TestTradingDesk(t *testing.T) {
 			}
 		}
 	}
+
+	t.Run("perimeter", func(t *testing.T) { checkPerimeter(t, p) })
 
 	t.Run("runners keep their native tools", func(t *testing.T) {
 		for agent, s := range summaries {

@@ -26,7 +26,8 @@ cleanup() { echo "== claw down"; "$claw" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
 echo "== claw compile"
-"$claw" compile
+summary=$("$claw" compile)
+echo "$summary"
 echo "== claw up -d"
 "$claw" up -d
 
@@ -55,6 +56,9 @@ for svc in analyst executor; do
   code=$(docker inspect -f '{{.State.ExitCode}}' "$(container "$svc")")
   [ "$code" = 0 ] || { echo "demo: $svc exited with $code" >&2; status=1; }
 done
+
+echo; echo "== what each agent can reach (the perimeter, from claw compile)"
+echo "$summary" | awk '/^[^ ].* \(service / {agent=$1} /^  reaches: / {sub(/^  reaches: /, ""); print "   " agent ": " $0}'
 
 echo; echo "== claw audit (this run)"
 "$claw" audit --since "$started" || status=1
