@@ -75,7 +75,7 @@ func benchDecorate(b *testing.B, f exchange.Format, ttl, turns int) {
 
 // Added latency per request with three feeds served from the cache.
 func BenchmarkDecorateCached3(b *testing.B) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600, 6) })
 	}
 }
@@ -83,7 +83,7 @@ func BenchmarkDecorateCached3(b *testing.B) {
 // The same with a long conversation (100 turns, about 100 KiB): the cost
 // that grows with the body is one validation pass and one scan.
 func BenchmarkDecorateCached3LongConversation(b *testing.B) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600, 100) })
 	}
 }
@@ -91,7 +91,7 @@ func BenchmarkDecorateCached3LongConversation(b *testing.B) {
 // Added latency per request with three cold feeds (TTL 0: every request
 // fetches all three, concurrently) from a local httptest server.
 func BenchmarkDecorateCold3(b *testing.B) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 0, 6) })
 	}
 }

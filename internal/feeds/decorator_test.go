@@ -21,7 +21,7 @@ import (
 )
 
 func TestBlockFormat(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			svc.text("/fleet/alerts", "text/plain", "Fleet nominal. 7 agents healthy. No alerts.\n")
@@ -43,7 +43,7 @@ func TestBlockFormat(t *testing.T) {
 }
 
 func TestFetchHeadersAndBearer(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			for _, p := range []string{"/own", "/projected", "/both", "/none"} {
@@ -88,7 +88,7 @@ func TestFetchHeadersAndBearer(t *testing.T) {
 }
 
 func TestTTLCache(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			var n atomic.Int32
@@ -132,7 +132,7 @@ func TestTTLZeroFetchesEveryRequest(t *testing.T) {
 }
 
 func TestFrontmatter(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			svc.text("/short", "text/markdown", "---\nfeed: short\nrefreshed: 2026-03-19T13:59:00+01:00\nttl: 10\n---\n# Alerts\nnone\n")
@@ -179,7 +179,7 @@ func TestJSONFencing(t *testing.T) {
 		{"fence-in-json", "application/json", "{\"s\":\"a ``` b\"}", "````json\n{\"s\":\"a ``` b\"}\n````"},
 		{"after-frontmatter", "", "---\nttl: 5\n---\n{\"k\":1}", "```json\n{\"k\":1}\n```"},
 	}
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			agent := &agentctx.Agent{ID: "a1"}
@@ -198,7 +198,7 @@ func TestJSONFencing(t *testing.T) {
 }
 
 func TestPerFeedCap(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			big := strings.Repeat("é", 600) // 1200 bytes, two-byte runes
@@ -236,7 +236,7 @@ func TestPerFeedCap(t *testing.T) {
 }
 
 func TestTotalCap(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			for _, n := range []string{"one", "two", "three", "four"} {
@@ -287,7 +287,7 @@ func TestReadLimit(t *testing.T) {
 }
 
 func TestStaleWithAgeWarning(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			var down atomic.Bool
@@ -332,7 +332,7 @@ func TestStaleWithAgeWarning(t *testing.T) {
 }
 
 func TestUnavailablePlaceholder(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			svc.handle("/500", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) })
@@ -414,7 +414,7 @@ func TestFailureBackoff(t *testing.T) {
 }
 
 func TestSingleflightSharesOneFetch(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			release := make(chan struct{})
@@ -454,7 +454,7 @@ func TestSingleflightSharesOneFetch(t *testing.T) {
 }
 
 func TestStaleFeedsFetchedConcurrently(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			// Each handler waits until all three fetches are in flight at
@@ -489,7 +489,7 @@ func TestStaleFeedsFetchedConcurrently(t *testing.T) {
 }
 
 func TestManifestOrderNotCompletionOrder(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			// Completion order m, a, z; manifest order z, a, m.
@@ -585,7 +585,7 @@ func TestAuditEvents(t *testing.T) {
 }
 
 func TestFeedsErr(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			log := &auditLog{}
 			d := New(Options{Audit: audit.New(log)})
@@ -612,7 +612,7 @@ func TestFeedsErr(t *testing.T) {
 
 func TestNothingToDo(t *testing.T) {
 	d := New(Options{})
-	for _, f := range formats {
+	for _, f := range testFormats {
 		x := newExchange(f, &agentctx.Agent{ID: "a1"})
 		before := x.Body
 		if err := d.Decorate(t.Context(), x); err != nil || !bytes.Equal(x.Body, before) {
@@ -637,8 +637,8 @@ func TestUndecoratableBodyLeftAlone(t *testing.T) {
 		body string
 		f    []exchange.Format
 	}{
-		{`not json`, formats},
-		{`[1,2]`, formats},
+		{`not json`, testFormats},
+		{`[1,2]`, testFormats},
 		{`{"messages":"nope"}`, []exchange.Format{exchange.OpenAI}},
 		{`{"model":"m"}`, []exchange.Format{exchange.OpenAI}},
 		{`{"system":42,"messages":[]}`, []exchange.Format{exchange.Anthropic}},

@@ -15,9 +15,19 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-var formats = []exchange.Format{exchange.OpenAI, exchange.Anthropic}
+var testFormats = []exchange.Format{exchange.OpenAI, exchange.Anthropic}
+
+// injectorOf is the feed injector of the registered format f.
+func injectorOf(f exchange.Format) wire.FeedInjector {
+	inj, err := injectorFor(f)
+	if err != nil {
+		panic(err)
+	}
+	return inj
+}
 
 // clock is a settable test clock.
 type clock struct {

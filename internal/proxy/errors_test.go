@@ -62,7 +62,7 @@ func TestEdgeErrors(t *testing.T) {
 			{"bad stream", `{"model":"fake/m","stream":1}`, nil, 400, `"stream" must be true or false`},
 		}
 	}
-	for _, f := range formats {
+	for _, f := range testFormats {
 		for _, c := range cases(f) {
 			t.Run(string(f)+"/"+c.name, func(t *testing.T) {
 				p := newPod(t, func(cfg *Config, _ *Options) { cfg.MaxBodyBytes = 1024 })
@@ -140,7 +140,7 @@ func TestUpstreamErrorsRelayedAsIs(t *testing.T) {
 }
 
 func TestUpstreamUnreachable(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		p := newPod(t)
 		p.up.Close()
 		resp := p.post(t, pathOf(f), requestBody(f, "fake", false))
@@ -155,7 +155,7 @@ func TestUpstreamUnreachable(t *testing.T) {
 }
 
 func TestFirstByteTimeout(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		p := newPod(t, func(c *Config, _ *Options) { c.FirstByteTimeout = 50 * time.Millisecond })
 		p.up.setHandler(func(w http.ResponseWriter, r *http.Request) {
 			select {
@@ -205,7 +205,7 @@ func TestStreamBrokenMidway(t *testing.T) {
 		{"clean close without end", nil, func(http.ResponseWriter, *http.Request) {}, "closed the stream before it finished"},
 		{"connection dropped", nil, func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) }, "stream broke off"},
 	}
-	for _, f := range formats {
+	for _, f := range testFormats {
 		for _, tt := range tests {
 			t.Run(string(f)+"/"+tt.name, func(t *testing.T) {
 				var opts []podOption
@@ -258,7 +258,7 @@ func TestStreamEOFAfterStopReasonIsComplete(t *testing.T) {
 }
 
 func TestProviderStreamErrorRelayedNotRecorded(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			p.up.setHandler(streamThenFail(f, func(w http.ResponseWriter, r *http.Request) {

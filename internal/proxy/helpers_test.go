@@ -15,6 +15,10 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
+	"github.com/clawdapus/clawgo/internal/wire/openai"
 )
 
 const (
@@ -288,4 +292,20 @@ func requestBody(f exchange.Format, prov string, stream bool) string {
 	return `{"model":"` + prov + `/gpt-fake","stream":` + s + `,"messages":[{"role":"user","content":"hi"}]}`
 }
 
-var formats = []exchange.Format{exchange.OpenAI, exchange.Anthropic}
+var testFormats = []exchange.Format{exchange.OpenAI, exchange.Anthropic}
+
+// The routes of the two formats, as runners call them.
+var (
+	pathChat     = openai.New().Endpoint().Route
+	pathMessages = anthropic.New().Endpoint().Route
+)
+
+// wireFormat is the registered format named f.
+func wireFormat(t testing.TB, f exchange.Format) wire.Format {
+	t.Helper()
+	wf, err := formats.Lookup(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}

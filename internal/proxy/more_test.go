@@ -12,6 +12,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // TestUpstreamConnectionsPooled checks that concurrent exchanges reuse
@@ -143,11 +144,11 @@ func FuzzAssemblers(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		for _, fm := range formats {
-			a := newAssembler(fm)
-			a.observe(name, data)
-			a.observe(name, data)
-			out, _ := a.result()
+		for _, fm := range testFormats {
+			a := wireFormat(t, fm).(wire.StreamAssembling).NewAssembler()
+			a.Observe(name, data)
+			a.Observe(name, data)
+			out, _ := a.Result()
 			if out != nil && !jsonValid(out) {
 				t.Fatalf("%s assembler produced invalid JSON %q", fm, out)
 			}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestPassthroughJSON(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			body := requestBody(f, "fake", false)
@@ -130,7 +130,7 @@ func TestPassthroughXAPIKeyProviderAndAgent(t *testing.T) {
 }
 
 func TestPassthroughStream(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			resp := p.post(t, pathOf(f), requestBody(f, "fake", true))
@@ -191,7 +191,7 @@ func TestPassthroughStream(t *testing.T) {
 // TestStreamFirstByteBeforeUpstreamFinishes holds the upstream open after
 // its first event until the runner has received that event.
 func TestStreamFirstByteBeforeUpstreamFinishes(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			release := make(chan struct{})

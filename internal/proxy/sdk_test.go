@@ -134,7 +134,7 @@ func TestSDKsParseProxyErrors(t *testing.T) {
 }
 
 func TestSDKsSeeInBandStreamErrors(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		p := newPod(t)
 		p.up.setHandler(streamThenFail(f, func(http.ResponseWriter, *http.Request) {}))
 		ctx := context.Background()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 const managedTools = `{"version":1,"tools":[{"name":"svc.lookup","description":"d","inputSchema":{"type":"object"},
@@ -72,7 +72,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 			for range 2 {
 				resp, err := x.Send(r.Context(), x.Body)
 				if err != nil {
-					apierror.Write(w, x.Format, 502, apierror.TypeUpstream, err.Error())
+					apierror.Write(w, wireFormat(t, x.Format), 502, apierror.TypeUpstream, err.Error())
 					return
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -120,7 +120,7 @@ func TestManagedAgentWithoutMediatorPassesThrough(t *testing.T) {
 }
 
 func TestBrokenToolsManifestIs500(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			mediated := false
 			p := newPod(t, func(_ *Config, o *Options) {
@@ -148,7 +148,7 @@ func TestBrokenToolsManifestIs500(t *testing.T) {
 // operator wrote there: a broken tools.json holds service addresses, and
 // those stay between cllama and the operator's audit log.
 func TestBrokenToolsManifestKeepsServiceAddressesFromTheRunner(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t, func(_ *Config, o *Options) {
 				o.Mediator = mediatorFunc(func(http.ResponseWriter, *http.Request, *exchange.Exchange) {})
