@@ -19,14 +19,14 @@ import (
 func benchRequest(f exchange.Format, turns int) []byte {
 	turn := strings.Repeat("lorem ipsum dolor sit amet ", 40)
 	var b strings.Builder
-	if f == exchange.OpenAI {
+	if f == formatOpenAI {
 		b.WriteString(`{"model":"openai/gpt-4o","stream":true,"messages":[{"role":"system","content":"You are Tiverton, a trading agent."}`)
 	} else {
 		b.WriteString(`{"model":"anthropic/claude-sonnet-4","max_tokens":1024,"system":[{"type":"text","text":"You are Tiverton, a trading agent.","cache_control":{"type":"ephemeral"}}],"messages":[`)
 	}
 	for i := range turns {
 		role := []string{"user", "assistant"}[i%2]
-		if i > 0 || f == exchange.OpenAI {
+		if i > 0 || f == formatOpenAI {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `{"role":%q,"content":%q}`, role, turn)

@@ -17,7 +17,7 @@ import (
 // apiErr decodes an error body, checking it has the endpoint's shape.
 func apiErr(t *testing.T, f exchange.Format, body string) (typ, msg string) {
 	t.Helper()
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		var e struct {
 			Type  string
 			Error struct{ Type, Message string }
@@ -89,8 +89,8 @@ func TestEdgeErrors(t *testing.T) {
 
 func TestUnknownAgentAndWrongSecretLookAlike(t *testing.T) {
 	p := newPod(t)
-	a := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false), "Authorization", "Bearer mallory:whatever")
-	b := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false), "Authorization", "Bearer alice:whatever")
+	a := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false), "Authorization", "Bearer mallory:whatever")
+	b := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false), "Authorization", "Bearer alice:whatever")
 	ab, bb := readAll(t, a.Body), readAll(t, b.Body)
 	if a.StatusCode != b.StatusCode || ab != bb {
 		t.Fatalf("unknown agent %d %s vs wrong secret %d %s", a.StatusCode, ab, b.StatusCode, bb)
@@ -125,7 +125,7 @@ func TestUpstreamErrorsRelayedAsIs(t *testing.T) {
 		w.WriteHeader(429)
 		_, _ = io.WriteString(w, body)
 	})
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", true))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", true))
 	if got := readAll(t, resp.Body); resp.StatusCode != 429 || got != body || resp.Header.Get("Retry-After") != "7" {
 		t.Fatalf("%d %s %v", resp.StatusCode, got, resp.Header)
 	}
@@ -225,7 +225,7 @@ func TestStreamBrokenMidway(t *testing.T) {
 					t.Fatalf("relayed part differs: %q", got)
 				}
 				tail := strings.TrimPrefix(got, prefix)
-				if f == exchange.Anthropic && !strings.HasPrefix(tail, "event: error\n") {
+				if f == formatAnthropic && !strings.HasPrefix(tail, "event: error\n") {
 					t.Fatalf("no Anthropic error event: %q", tail)
 				}
 				data := strings.TrimSpace(tail[strings.Index(tail, "data: ")+6:])
@@ -250,7 +250,7 @@ func TestStreamEOFAfterStopReasonIsComplete(t *testing.T) {
 			_, _ = io.WriteString(w, "data: "+d+"\n\n")
 		}
 	})
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", true))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", true))
 	if got := readAll(t, resp.Body); strings.Contains(got, "error") {
 		t.Fatalf("error appended to a finished stream: %q", got)
 	}
@@ -262,7 +262,7 @@ func TestProviderStreamErrorRelayedNotRecorded(t *testing.T) {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			p.up.setHandler(streamThenFail(f, func(w http.ResponseWriter, r *http.Request) {
-				if f == exchange.Anthropic {
+				if f == formatAnthropic {
 					_, _ = io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
 				} else {
 					_, _ = io.WriteString(w, "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\"}}\n\n")
@@ -294,7 +294,7 @@ func TestUpstreamBodyCutShortAbortsResponse(t *testing.T) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the provider's connection drops
 	})
-	req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(exchange.OpenAI, "fake", false)))
+	req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(formatOpenAI, "fake", false)))
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	resp, err := p.front.Client().Do(req)
 	if err == nil {

@@ -37,7 +37,7 @@ func TestDecoratorRewritesBody(t *testing.T) {
 			return nil
 		})
 	})
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false))
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
@@ -56,9 +56,9 @@ func TestDecoratorFailureIs500(t *testing.T) {
 	p := newPod(t, func(_ *Config, o *Options) {
 		o.Decorator = decoratorFunc(func(context.Context, *exchange.Exchange) error { return errors.New("boom") })
 	})
-	resp := p.post(t, pathMessages, requestBody(exchange.Anthropic, "fake", false))
+	resp := p.post(t, pathMessages, requestBody(formatAnthropic, "fake", false))
 	body := readAll(t, resp.Body)
-	if _, msg := apiErr(t, exchange.Anthropic, body); resp.StatusCode != 500 || !strings.Contains(msg, "boom") {
+	if _, msg := apiErr(t, formatAnthropic, body); resp.StatusCode != 500 || !strings.Contains(msg, "boom") {
 		t.Fatal(resp.StatusCode, body)
 	}
 }
@@ -82,7 +82,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 		})
 	})
 	writeFile(t, filepath.Join(p.root, "alice", "tools.json"), managedTools)
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", true))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", true))
 	if resp.StatusCode != 299 || calls != 1 {
 		t.Fatalf("status %d calls %d", resp.StatusCode, calls)
 	}
@@ -110,7 +110,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 func TestManagedAgentWithoutMediatorPassesThrough(t *testing.T) {
 	p := newPod(t)
 	writeFile(t, filepath.Join(p.root, "alice", "tools.json"), managedTools)
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false))
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
