@@ -29,7 +29,7 @@ type Event struct {
 	ClawID    string    `json:"claw_id,omitempty"`
 	Type      string    `json:"type"`
 	RequestID string    `json:"request_id,omitempty"`
-	// Format is "openai" or "anthropic".
+	// Format is the request's format, as registered (internal/wire/formats).
 	Format     string `json:"format,omitempty"`
 	Model      string `json:"model,omitempty"`
 	Stream     bool   `json:"stream,omitempty"`

@@ -13,14 +13,11 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 )
 
-// Format is the API format of a request.
+// Format is the API format of a request: the name a format is registered
+// under (internal/wire/formats), which also goes into audit and history.
+// The formats themselves, and every rule of theirs, live in
+// internal/wire/<format>.
 type Format string
-
-// Formats.
-const (
-	OpenAI    Format = "openai"    // POST /v1/chat/completions
-	Anthropic Format = "anthropic" // POST /v1/messages
-)
 
 // Exchange is one runner request after edge checks, identity and routing.
 type Exchange struct {

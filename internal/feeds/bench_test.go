@@ -19,14 +19,14 @@ import (
 func benchRequest(f exchange.Format, turns int) []byte {
 	turn := strings.Repeat("lorem ipsum dolor sit amet ", 40)
 	var b strings.Builder
-	if f == exchange.OpenAI {
+	if f == formatOpenAI {
 		b.WriteString(`{"model":"openai/gpt-4o","stream":true,"messages":[{"role":"system","content":"You are Tiverton, a trading agent."}`)
 	} else {
 		b.WriteString(`{"model":"anthropic/claude-sonnet-4","max_tokens":1024,"system":[{"type":"text","text":"You are Tiverton, a trading agent.","cache_control":{"type":"ephemeral"}}],"messages":[`)
 	}
 	for i := range turns {
 		role := []string{"user", "assistant"}[i%2]
-		if i > 0 || f == exchange.OpenAI {
+		if i > 0 || f == formatOpenAI {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `{"role":%q,"content":%q}`, role, turn)
@@ -75,7 +75,7 @@ func benchDecorate(b *testing.B, f exchange.Format, ttl, turns int) {
 
 // Added latency per request with three feeds served from the cache.
 func BenchmarkDecorateCached3(b *testing.B) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600, 6) })
 	}
 }
@@ -83,7 +83,7 @@ func BenchmarkDecorateCached3(b *testing.B) {
 // The same with a long conversation (100 turns, about 100 KiB): the cost
 // that grows with the body is one validation pass and one scan.
 func BenchmarkDecorateCached3LongConversation(b *testing.B) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 3600, 100) })
 	}
 }
@@ -91,7 +91,7 @@ func BenchmarkDecorateCached3LongConversation(b *testing.B) {
 // Added latency per request with three cold feeds (TTL 0: every request
 // fetches all three, concurrently) from a local httptest server.
 func BenchmarkDecorateCold3(b *testing.B) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		b.Run(string(f), func(b *testing.B) { benchDecorate(b, f, 0, 6) })
 	}
 }

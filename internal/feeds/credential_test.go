@@ -15,7 +15,7 @@ import (
 // of the model.
 func TestFeedNeverShowsItsBearer(t *testing.T) {
 	const token = "sa-token-0123456789abcdef"
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			svc := newFeedService(t)
 			svc.handle("/echo", func(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,6 @@ package feeds
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -136,14 +135,15 @@ func cmpOr[T int | int64 | time.Duration](v, def T) T {
 // Decorate injects x.Agent's feeds into x.Body (a new slice; the old one is
 // not modified). It fetches what the cache cannot serve, waiting at most the
 // per-fetch timeout, and never fails for a feed's sake: an error is returned
-// only for a format it does not know. A body it cannot decorate is left as
+// only for a format that is not registered or cannot carry feeds. A body it cannot decorate is left as
 // is.
 func (d *Decorator) Decorate(ctx context.Context, x *exchange.Exchange) error {
 	if x == nil || x.Agent == nil {
 		return nil
 	}
-	if x.Format != exchange.OpenAI && x.Format != exchange.Anthropic {
-		return fmt.Errorf("feeds: unknown request format %q", x.Format)
+	inj, err := injectorFor(x.Format)
+	if err != nil {
+		return err
 	}
 	var text string
 	switch a := x.Agent; {
@@ -155,7 +155,7 @@ func (d *Decorator) Decorate(ctx context.Context, x *exchange.Exchange) error {
 	default:
 		text = d.render(a.Feeds, d.collect(ctx, x))
 	}
-	if body, ok := inject(x.Format, x.Body, text); ok {
+	if body, ok := inject(inj, x.Body, text); ok {
 		x.Body = body
 	}
 	return nil

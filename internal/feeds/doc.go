@@ -6,8 +6,10 @@
 // bounded body read), the per-agent, per-URL TTL cache (bounded, LRU), the
 // sharing of one in-flight fetch between concurrent requests, the optional
 // frontmatter of a feed body, the per-feed and per-request size caps, the
-// rendering of feed blocks, and the splicing of those blocks into OpenAI and
-// Anthropic request bodies. It does not load feeds.json or service-auth
+// rendering of feed blocks, and handing them to the request's format to
+// splice into its body (wire.FeedInjector, implemented in wire/<format>;
+// a format that cannot carry feeds fails the request rather than dropping
+// them silently). It does not load feeds.json or service-auth
 // (internal/agentctx does), forward requests (internal/proxy), or run tool
 // loops (internal/mediate): the mediator receives a body that is already
 // decorated, so mediated and passthrough requests see the same feeds.
@@ -16,7 +18,8 @@
 //
 // Spec 003 §4 asks cllama to "prepend the responses as clearly delimited
 // context blocks" in the system context. The runner's own system prompt is
-// never rewritten; the feed context is added beside it:
+// never rewritten; the feed context is added beside it (each format decides
+// where; today's formats do this):
 //
 //   - OpenAI chat: one new message holding every feed block is inserted right
 //     after the runner's leading run of system/developer messages (or first,

@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 )
 
 // cllama builds one Decorator at start-up and hands it to the proxy, which
@@ -35,7 +36,7 @@ func Example() {
 	x := &exchange.Exchange{
 		Agent:  agent,
 		Pod:    "trading-desk",
-		Format: exchange.Anthropic,
+		Format: anthropic.Name,
 		Body:   []byte(`{"model":"claude-sonnet-4","system":"You are the master claw.","messages":[{"role":"user","content":"status?"}],"max_tokens":256}`),
 	}
 	if err := d.Decorate(context.Background(), x); err != nil {

@@ -15,9 +15,27 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
+	"github.com/clawdapus/clawgo/internal/wire/openai"
 )
 
-var formats = []exchange.Format{exchange.OpenAI, exchange.Anthropic}
+// The two formats the tests speak.
+const (
+	formatOpenAI    exchange.Format = openai.Name
+	formatAnthropic exchange.Format = anthropic.Name
+)
+
+var testFormats = []exchange.Format{formatOpenAI, formatAnthropic}
+
+// injectorOf is the feed injector of the registered format f.
+func injectorOf(f exchange.Format) wire.FeedInjector {
+	inj, err := injectorFor(f)
+	if err != nil {
+		panic(err)
+	}
+	return inj
+}
 
 // clock is a settable test clock.
 type clock struct {
@@ -131,7 +149,7 @@ func (l *auditLog) events(t *testing.T) []audit.Event {
 // requestBody is a small runner request of each format, with a system
 // prompt and an unknown field that must survive.
 func requestBody(f exchange.Format) []byte {
-	if f == exchange.OpenAI {
+	if f == formatOpenAI {
 		return []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are Tiverton."},{"role":"user","content":"hi"}],"stream":true,"x_unknown":{"keep":[1,2]}}`)
 	}
 	return []byte(`{"model":"anthropic/claude-sonnet-4","system":"You are Tiverton.","messages":[{"role":"user","content":"hi"}],"max_tokens":64,"stream":true,"x_unknown":{"keep":[1,2]}}`)
@@ -164,7 +182,7 @@ func injected(t *testing.T, f exchange.Format, body []byte) string {
 	var want map[string]json.RawMessage
 	_ = json.Unmarshal(requestBody(f), &want)
 	key := "messages"
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		key = "system"
 	}
 	for k, v := range want {
@@ -172,7 +190,7 @@ func injected(t *testing.T, f exchange.Format, body []byte) string {
 			t.Errorf("%s changed: %s -> %s", k, v, got[k])
 		}
 	}
-	if f == exchange.OpenAI {
+	if f == formatOpenAI {
 		var msgs []struct{ Role, Content string }
 		if err := json.Unmarshal(got["messages"], &msgs); err != nil {
 			t.Fatal(err)

@@ -45,7 +45,7 @@ func TestInjectOpenAI(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := inject(exchange.OpenAI, []byte(c.in), "FEEDS <&>")
+			got, ok := inject(injectorOf(formatOpenAI), []byte(c.in), "FEEDS <&>")
 			if !ok {
 				t.Fatal("not decorated")
 			}
@@ -86,7 +86,7 @@ func TestInjectAnthropic(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := inject(exchange.Anthropic, []byte(c.in), "FEEDS")
+			got, ok := inject(injectorOf(formatAnthropic), []byte(c.in), "FEEDS")
 			if !ok {
 				t.Fatal("not decorated")
 			}
@@ -96,7 +96,7 @@ func TestInjectAnthropic(t *testing.T) {
 		})
 	}
 	for _, in := range []string{`{"system":42}`, `{"system":{"a":1}}`, `{"system":true}`, `[]`, `"s"`, `{`} {
-		if got, ok := inject(exchange.Anthropic, []byte(in), "F"); ok {
+		if got, ok := inject(injectorOf(formatAnthropic), []byte(in), "F"); ok {
 			t.Errorf("%s: decorated to %s", in, got)
 		}
 	}
@@ -118,7 +118,7 @@ func checkInjection(t *testing.T, f exchange.Format, in, out []byte, text string
 		t.Fatalf("output: %v", err)
 	}
 	key := "messages"
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		key = "system"
 	}
 	for k, v := range a {
@@ -126,10 +126,10 @@ func checkInjection(t *testing.T, f exchange.Format, in, out []byte, text string
 			t.Fatalf("%s changed: %s -> %s", k, v, b[k])
 		}
 	}
-	if len(b) != len(a) && !(f == exchange.Anthropic && a[key] == nil && len(b) == len(a)+1) {
+	if len(b) != len(a) && !(f == formatAnthropic && a[key] == nil && len(b) == len(a)+1) {
 		t.Fatalf("members %d -> %d", len(a), len(b))
 	}
-	if f == exchange.OpenAI {
+	if f == formatOpenAI {
 		var before, after []json.RawMessage
 		if json.Unmarshal(a[key], &before) != nil || json.Unmarshal(b[key], &after) != nil {
 			t.Fatalf("messages not arrays: %s -> %s", a[key], b[key])
@@ -184,25 +184,25 @@ func checkInjection(t *testing.T, f exchange.Format, in, out []byte, text string
 }
 
 func FuzzInjectOpenAI(f *testing.F) {
-	f.Add([]byte(requestBody(exchange.OpenAI)), "feeds")
+	f.Add([]byte(requestBody(formatOpenAI)), "feeds")
 	f.Add([]byte(`{"messages":[]}`), "")
 	f.Add([]byte(`{"messages":[{"role":"developer","content":"d"},1,null,"x"]}`), "a\"b\\c\u2028<>")
 	f.Add([]byte(" {\"messages\" :\t[ {\"role\":\"system\"} ] , \"messages\":[{\"role\":\"user\"}]}\n"), "\x00\xff")
 	f.Add([]byte(`{"m\u0065ssages":[{"role":"s\u0079stem","content":"x"}],"k":[{"a":"]}"}]}`), "t")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		out, ok := inject(exchange.OpenAI, body, text)
+		out, ok := inject(injectorOf(formatOpenAI), body, text)
 		if !ok {
 			return
 		}
 		if !json.Valid(body) {
 			t.Fatalf("decorated invalid JSON %q", body)
 		}
-		checkInjection(t, exchange.OpenAI, body, out, toValidText(text))
+		checkInjection(t, formatOpenAI, body, out, toValidText(text))
 	})
 }
 
 func FuzzInjectAnthropic(f *testing.F) {
-	f.Add([]byte(requestBody(exchange.Anthropic)), "feeds")
+	f.Add([]byte(requestBody(formatAnthropic)), "feeds")
 	f.Add([]byte(`{}`), "x")
 	f.Add([]byte(`{"system":null}`), "x")
 	f.Add([]byte(`{"system":" \n"}`), "x")
@@ -210,14 +210,14 @@ func FuzzInjectAnthropic(f *testing.F) {
 	f.Add([]byte(`{"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}],"system":"b"}`), "a\"b\\c<>")
 	f.Add([]byte(`{"s\u0079stem":"esc\"aped"}`), "\xff")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		out, ok := inject(exchange.Anthropic, body, text)
+		out, ok := inject(injectorOf(formatAnthropic), body, text)
 		if !ok {
 			return
 		}
 		if !json.Valid(body) {
 			t.Fatalf("decorated invalid JSON %q", body)
 		}
-		checkInjection(t, exchange.Anthropic, body, out, toValidText(text))
+		checkInjection(t, formatAnthropic, body, out, toValidText(text))
 	})
 }
 

@@ -42,7 +42,7 @@ func newCatalogCache() *catalogCache {
 	return &catalogCache{m: map[weak.Pointer[manifest.Tools]]*catalog{}}
 }
 
-func (cc *catalogCache) get(t *manifest.Tools, formats []wire.Format) (*catalog, error) {
+func (cc *catalogCache) get(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) {
 	key := weak.Make(t)
 	cc.mu.Lock()
 	c, ok := cc.m[key]
@@ -69,7 +69,7 @@ func (cc *catalogCache) get(t *manifest.Tools, formats []wire.Format) (*catalog,
 	return c, nil
 }
 
-func buildCatalog(t *manifest.Tools, formats []wire.Format) (*catalog, error) {
+func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) {
 	c := &catalog{
 		byCanonical: make(map[string]*manifest.Tool, len(t.Tools)),
 		alias:       make(map[string]string, len(t.Tools)),
@@ -164,7 +164,7 @@ type presentation struct {
 	natives map[string]bool
 }
 
-func (c *catalog) present(f wire.Format, nativeNames []string) (*presentation, error) {
+func (c *catalog) present(f wire.ToolLoop, nativeNames []string) (*presentation, error) {
 	p := &presentation{c: c, defs: c.defs[f.Name()], natives: make(map[string]bool, len(nativeNames))}
 	for _, n := range nativeNames {
 		p.natives[n] = true

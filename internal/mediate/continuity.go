@@ -63,7 +63,7 @@ type canonMemo struct {
 // canonOf canonicalises a message, remembering the result by the digest
 // of its raw bytes: runners resend the whole transcript every turn, so
 // almost every message of a request was canonicalised before.
-func canonOf(f wire.Format, memo *canonCache, m json.RawMessage) canonMemo {
+func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 	raw := sha256.Sum256(m)
 	key := memoKey{format: f.Name(), raw: raw}
 	if c, ok := memo.get(key); ok {
@@ -80,7 +80,7 @@ func canonOf(f wire.Format, memo *canonCache, m json.RawMessage) canonMemo {
 
 // restore inserts stored hidden rounds into msgs and returns the new
 // message list and the chain over the visible messages.
-func restore(f wire.Format, memo *canonCache, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
+func restore(f wire.ToolLoop, memo *canonCache, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
 	c := chainSeed
 	out := msgs
 	copied := false

@@ -9,11 +9,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/wire"
+	wireanthropic "github.com/clawdapus/clawgo/internal/wire/anthropic"
 )
 
 type anthropicKit struct{}
 
-func (anthropicKit) format() exchange.Format { return exchange.Anthropic }
+func (anthropicKit) format() exchange.Format { return wireanthropic.Name }
 func (anthropicKit) path() string            { return "/v1/messages" }
 
 func (anthropicKit) messages(msgs []tmsg) []any {

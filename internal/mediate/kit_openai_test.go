@@ -7,13 +7,14 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/wire"
+	wireopenai "github.com/clawdapus/clawgo/internal/wire/openai"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 type openaiKit struct{}
 
-func (openaiKit) format() exchange.Format { return exchange.OpenAI }
+func (openaiKit) format() exchange.Format { return wireopenai.Name }
 func (openaiKit) path() string            { return "/v1/chat/completions" }
 
 func (openaiKit) messages(msgs []tmsg) []any {

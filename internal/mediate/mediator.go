@@ -8,7 +8,10 @@
 //
 // It does not authenticate, route, decorate or relay passthrough traffic
 // (internal/proxy, internal/feeds), nor run a call itself
-// (internal/toolexec). Format differences live in internal/wire.
+// (internal/toolexec). Format differences live in internal/wire: the loop
+// runs for every registered format (internal/wire/formats) that has the
+// wire.ToolLoop ability, and refuses, in the format's own error shape, an
+// exchange of a format without it.
 //
 // Budget exhaustion (max_rounds reached with the model still calling
 // managed tools, or total_timeout_ms elapsed) ends the turn with a 502 and
@@ -27,11 +30,10 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
-	"github.com/clawdapus/clawgo/internal/wire/anthropic"
-	"github.com/clawdapus/clawgo/internal/wire/openai"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
 )
 
 // Recorder appends session-history entries (history.Writer implements it).
@@ -75,8 +77,11 @@ const canonCacheSize = 1 << 14
 
 // Mediator implements exchange.Mediator. It is safe for concurrent use.
 type Mediator struct {
-	opt      Options
-	formats  map[exchange.Format]wire.Format
+	opt Options
+	// loops are the registered formats with a tool loop, by name, and
+	// in registration order (every one gets tool definitions).
+	loops    map[exchange.Format]wire.ToolLoop
+	loopList []wire.ToolLoop
 	catalogs *catalogCache
 	canon    *canonCache
 }
@@ -104,27 +109,42 @@ func New(o Options) (*Mediator, error) {
 		}
 		o.Continuity = store
 	}
-	return &Mediator{
+	m := &Mediator{
 		opt:      o,
-		formats:  map[exchange.Format]wire.Format{exchange.OpenAI: openai.New(), exchange.Anthropic: anthropic.New()},
+		loops:    map[exchange.Format]wire.ToolLoop{},
 		catalogs: newCatalogCache(),
 		canon:    newCanonCache(canonCacheSize),
-	}, nil
+	}
+	for _, f := range formats.All() {
+		if l, ok := f.(wire.ToolLoop); ok {
+			m.loops[exchange.Format(f.Name())] = l
+			m.loopList = append(m.loopList, l)
+		}
+	}
+	return m, nil
 }
 
 // Mediate implements exchange.Mediator.
 func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) {
-	f, ok := m.formats[x.Format]
+	wf, err := formats.Lookup(x.Format)
+	if err != nil {
+		// No format, so no error shape to answer in; the edge routes only
+		// registered formats, so this is a wiring bug.
+		http.Error(w, "cllama: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	f, ok := m.loops[x.Format]
 	if !ok {
-		apierror.Write(w, exchange.OpenAI, http.StatusInternalServerError, apierror.TypeAPI, "cllama: unsupported format "+string(x.Format))
+		apierror.Write(w, wf, http.StatusInternalServerError, apierror.TypeAPI,
+			"cllama: managed tools are not available for the "+wf.Name()+" format (POST "+wf.Endpoint().Route+")")
 		return
 	}
 	if x.Agent == nil || x.Agent.Tools == nil {
-		apierror.Write(w, x.Format, http.StatusInternalServerError, apierror.TypeAPI, "cllama: mediation called for an agent without managed tools")
+		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeAPI, "cllama: mediation called for an agent without managed tools")
 		return
 	}
 	if x.Agent.ToolsErr != nil {
-		apierror.Write(w, x.Format, http.StatusInternalServerError, apierror.TypeManifest, "cllama: agent "+x.Agent.ID+": "+x.Agent.ToolsErr.Error())
+		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest, "cllama: agent "+x.Agent.ID+": "+x.Agent.ToolsErr.Error())
 		return
 	}
 	var rs *responder
@@ -134,7 +154,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 		if p := recover(); p != nil {
 			fail := internalFailure("internal error: %v", p)
 			if rs == nil {
-				apierror.Write(w, x.Format, fail.status, fail.errType, fail.msg)
+				apierror.Write(w, f, fail.status, fail.errType, fail.msg)
 			} else {
 				rs.stopKeepalive()
 				rs.finish(outcome{fail: fail}, wire.Usage{}, false)
@@ -144,13 +164,13 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	}()
 	t, fail := m.newTurn(x, f)
 	if fail != nil {
-		apierror.Write(w, x.Format, fail.status, fail.errType, fail.msg)
+		apierror.Write(w, f, fail.status, fail.errType, fail.msg)
 		m.opt.Audit.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
 			Model: x.Model, Stream: x.Stream, Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
 			StatusCode: fail.status, Error: fail.msg, LatencyMS: audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())})
 		return
 	}
-	rs = newResponder(w, x.Format, f, t.req.Stream, m.opt.KeepaliveInterval)
+	rs = newResponder(w, f, t.req.Stream, m.opt.KeepaliveInterval)
 	rs.startKeepalive()
 	out := t.run(r.Context())
 	rs.stopKeepalive()

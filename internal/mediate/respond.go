@@ -6,10 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
 	"github.com/clawdapus/clawgo/internal/sse"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // responder writes the runner's response. For a streaming runner it sends
@@ -19,8 +18,7 @@ import (
 // that ends before then still gets a real status code.
 type responder struct {
 	w        http.ResponseWriter
-	format   exchange.Format
-	f        wire.Format
+	f        wire.ToolLoop
 	stream   bool
 	interval time.Duration
 
@@ -31,8 +29,8 @@ type responder struct {
 	done    chan struct{}
 }
 
-func newResponder(w http.ResponseWriter, format exchange.Format, f wire.Format, stream bool, interval time.Duration) *responder {
-	return &responder{w: w, format: format, f: f, stream: stream, interval: interval}
+func newResponder(w http.ResponseWriter, f wire.ToolLoop, stream bool, interval time.Duration) *responder {
+	return &responder{w: w, f: f, stream: stream, interval: interval}
 }
 
 // startKeepalive starts the keepalive ticker of a streaming response.
@@ -118,7 +116,7 @@ func (r *responder) fail(f *failure) {
 		return
 	}
 	if r.started {
-		_ = r.sw.Event(apierror.StreamEvent(r.format, f.errType, f.msg))
+		_ = r.sw.Event(apierror.StreamEvent(r.f, f.errType, f.msg))
 		return
 	}
 	if f.upstream != nil {
@@ -129,5 +127,5 @@ func (r *responder) fail(f *failure) {
 		_, _ = r.w.Write(f.upstream)
 		return
 	}
-	apierror.Write(r.w, r.format, f.status, f.errType, f.msg)
+	apierror.Write(r.w, r.f, f.status, f.errType, f.msg)
 }

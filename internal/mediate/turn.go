@@ -12,8 +12,8 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // turn is one runner request under mediation: the upstream request as it
@@ -21,7 +21,7 @@ import (
 type turn struct {
 	m      *Mediator
 	x      *exchange.Exchange
-	f      wire.Format
+	f      wire.ToolLoop
 	policy manifest.Policy
 	pres   *presentation
 	req    *wire.Request
@@ -62,14 +62,14 @@ func internalFailure(format string, args ...any) *failure {
 
 // newTurn parses the request, restores continuity and presents the
 // managed tools.
-func (m *Mediator) newTurn(x *exchange.Exchange, f wire.Format) (*turn, *failure) {
+func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
 	t := &turn{m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
 	req, err := f.ParseRequest(x.Body)
 	if err != nil {
 		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: request body: " + err.Error()}
 	}
 	t.req = req
-	cat, err := m.catalogs.get(x.Agent.Tools, m.formatList())
+	cat, err := m.catalogs.get(x.Agent.Tools, m.loopList)
 	if err != nil {
 		return nil, &failure{status: http.StatusInternalServerError, errType: apierror.TypeManifest, msg: "cllama: agent " + x.Agent.ID + ": " + err.Error()}
 	}
@@ -84,10 +84,6 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.Format) (*turn, *failure
 	}
 	f.PrepareUpstream(req)
 	return t, nil
-}
-
-func (m *Mediator) formatList() []wire.Format {
-	return []wire.Format{m.formats[exchange.OpenAI], m.formats[exchange.Anthropic]}
 }
 
 // run is the mediation loop (spec 000 "Current rule"; 002 "Mediation

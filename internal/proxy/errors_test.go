@@ -17,7 +17,7 @@ import (
 // apiErr decodes an error body, checking it has the endpoint's shape.
 func apiErr(t *testing.T, f exchange.Format, body string) (typ, msg string) {
 	t.Helper()
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		var e struct {
 			Type  string
 			Error struct{ Type, Message string }
@@ -62,7 +62,7 @@ func TestEdgeErrors(t *testing.T) {
 			{"bad stream", `{"model":"fake/m","stream":1}`, nil, 400, `"stream" must be true or false`},
 		}
 	}
-	for _, f := range formats {
+	for _, f := range testFormats {
 		for _, c := range cases(f) {
 			t.Run(string(f)+"/"+c.name, func(t *testing.T) {
 				p := newPod(t, func(cfg *Config, _ *Options) { cfg.MaxBodyBytes = 1024 })
@@ -89,8 +89,8 @@ func TestEdgeErrors(t *testing.T) {
 
 func TestUnknownAgentAndWrongSecretLookAlike(t *testing.T) {
 	p := newPod(t)
-	a := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false), "Authorization", "Bearer mallory:whatever")
-	b := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false), "Authorization", "Bearer alice:whatever")
+	a := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false), "Authorization", "Bearer mallory:whatever")
+	b := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false), "Authorization", "Bearer alice:whatever")
 	ab, bb := readAll(t, a.Body), readAll(t, b.Body)
 	if a.StatusCode != b.StatusCode || ab != bb {
 		t.Fatalf("unknown agent %d %s vs wrong secret %d %s", a.StatusCode, ab, b.StatusCode, bb)
@@ -125,7 +125,7 @@ func TestUpstreamErrorsRelayedAsIs(t *testing.T) {
 		w.WriteHeader(429)
 		_, _ = io.WriteString(w, body)
 	})
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", true))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", true))
 	if got := readAll(t, resp.Body); resp.StatusCode != 429 || got != body || resp.Header.Get("Retry-After") != "7" {
 		t.Fatalf("%d %s %v", resp.StatusCode, got, resp.Header)
 	}
@@ -140,7 +140,7 @@ func TestUpstreamErrorsRelayedAsIs(t *testing.T) {
 }
 
 func TestUpstreamUnreachable(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		p := newPod(t)
 		p.up.Close()
 		resp := p.post(t, pathOf(f), requestBody(f, "fake", false))
@@ -155,7 +155,7 @@ func TestUpstreamUnreachable(t *testing.T) {
 }
 
 func TestFirstByteTimeout(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		p := newPod(t, func(c *Config, _ *Options) { c.FirstByteTimeout = 50 * time.Millisecond })
 		p.up.setHandler(func(w http.ResponseWriter, r *http.Request) {
 			select {
@@ -205,7 +205,7 @@ func TestStreamBrokenMidway(t *testing.T) {
 		{"clean close without end", nil, func(http.ResponseWriter, *http.Request) {}, "closed the stream before it finished"},
 		{"connection dropped", nil, func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) }, "stream broke off"},
 	}
-	for _, f := range formats {
+	for _, f := range testFormats {
 		for _, tt := range tests {
 			t.Run(string(f)+"/"+tt.name, func(t *testing.T) {
 				var opts []podOption
@@ -225,7 +225,7 @@ func TestStreamBrokenMidway(t *testing.T) {
 					t.Fatalf("relayed part differs: %q", got)
 				}
 				tail := strings.TrimPrefix(got, prefix)
-				if f == exchange.Anthropic && !strings.HasPrefix(tail, "event: error\n") {
+				if f == formatAnthropic && !strings.HasPrefix(tail, "event: error\n") {
 					t.Fatalf("no Anthropic error event: %q", tail)
 				}
 				data := strings.TrimSpace(tail[strings.Index(tail, "data: ")+6:])
@@ -250,7 +250,7 @@ func TestStreamEOFAfterStopReasonIsComplete(t *testing.T) {
 			_, _ = io.WriteString(w, "data: "+d+"\n\n")
 		}
 	})
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", true))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", true))
 	if got := readAll(t, resp.Body); strings.Contains(got, "error") {
 		t.Fatalf("error appended to a finished stream: %q", got)
 	}
@@ -258,11 +258,11 @@ func TestStreamEOFAfterStopReasonIsComplete(t *testing.T) {
 }
 
 func TestProviderStreamErrorRelayedNotRecorded(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			p.up.setHandler(streamThenFail(f, func(w http.ResponseWriter, r *http.Request) {
-				if f == exchange.Anthropic {
+				if f == formatAnthropic {
 					_, _ = io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
 				} else {
 					_, _ = io.WriteString(w, "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\"}}\n\n")
@@ -294,7 +294,7 @@ func TestUpstreamBodyCutShortAbortsResponse(t *testing.T) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the provider's connection drops
 	})
-	req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(exchange.OpenAI, "fake", false)))
+	req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(formatOpenAI, "fake", false)))
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	resp, err := p.front.Client().Do(req)
 	if err == nil {

@@ -14,23 +14,19 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
-// WriteError writes a cllama error in the endpoint's format. It is
-// apierror.Write, re-exported for callers that already import proxy.
-func WriteError(w http.ResponseWriter, format exchange.Format, status int, errType, msg string) {
-	apierror.Write(w, format, status, errType, msg)
+func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
+	apierror.Write(w, f, se.status, se.typ, se.msg)
 }
 
-func writeError(w http.ResponseWriter, format exchange.Format, se *statusError) {
-	apierror.Write(w, format, se.status, se.typ, se.msg)
-}
-
-// serveModel handles POST /v1/chat/completions and POST /v1/messages:
-// edge checks, identity, routing, then decoration and mediation or
-// passthrough.
-func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format exchange.Format) {
+// serveModel handles a POST to the endpoint of s.formats[fi]: edge checks,
+// identity, routing, then decoration and mediation or passthrough.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int) {
+	f := s.formats[fi]
+	format := exchange.Format(f.Name())
 	start := s.now()
 	id := s.newRequestID()
 	w.Header().Set("X-Request-Id", id)
@@ -44,7 +40,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 			ev.ManifestPresent, ev.ToolsCount = audit.Ptr(a.Tools != nil), audit.Ptr(a.ToolsCount())
 		}
 		s.audit.Emit(ev)
-		writeError(w, format, se)
+		writeError(w, f, se)
 	}
 
 	if r.Method != http.MethodPost {
@@ -80,10 +76,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 		return
 	}
 
-	call := &upstreamCall{route: route, url: route.chatURL, header: r.Header, rawQuery: r.URL.RawQuery}
-	if format == exchange.Anthropic {
-		call.url = route.messagesURL
-	}
+	call := &upstreamCall{route: route, url: route.urls[fi], header: r.Header, rawQuery: r.URL.RawQuery}
 	x := &exchange.Exchange{
 		ID:            id,
 		Start:         start,
@@ -111,13 +104,13 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 		s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
 			e.StatusCode, e.Error = http.StatusInternalServerError, msg
 		})
-		apierror.Write(w, format, http.StatusInternalServerError, apierror.TypeManifest,
+		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest,
 			fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
 		return
 	}
 	if s.decorator != nil {
 		if err := s.decorator.Decorate(r.Context(), x); err != nil {
-			s.failExchange(w, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
+			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
 			return
 		}
 	}
@@ -125,7 +118,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format excha
 		s.mediator.Mediate(w, r, x)
 		return
 	}
-	s.passthrough(w, r, x)
+	s.passthrough(w, r, f, x)
 }
 
 // readBody reads the runner's body within MaxBodyBytes and BodyReadTimeout.

@@ -15,6 +15,10 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
+	"github.com/clawdapus/clawgo/internal/wire/openai"
 )
 
 const (
@@ -98,7 +102,7 @@ var anthropicStream = [][2]string{
 // streamBody renders the canned stream of a format.
 func streamBody(f exchange.Format) string {
 	var b strings.Builder
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		for _, e := range anthropicStream {
 			b.WriteString("event: " + e[0] + "\ndata: " + e[1] + "\n\n")
 		}
@@ -112,9 +116,9 @@ func streamBody(f exchange.Format) string {
 
 func formatOf(path string) exchange.Format {
 	if strings.HasSuffix(path, "/messages") {
-		return exchange.Anthropic
+		return formatAnthropic
 	}
-	return exchange.OpenAI
+	return formatOpenAI
 }
 
 func defaultProvider(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +135,7 @@ func defaultProvider(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		_, _ = io.WriteString(w, anthropicJSON)
 	} else {
 		_, _ = io.WriteString(w, openAIJSON)
@@ -270,7 +274,7 @@ func readAll(t *testing.T, r io.Reader) string {
 }
 
 func pathOf(f exchange.Format) string {
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		return pathMessages
 	}
 	return pathChat
@@ -282,10 +286,32 @@ func requestBody(f exchange.Format, prov string, stream bool) string {
 	if stream {
 		s = "true"
 	}
-	if f == exchange.Anthropic {
+	if f == formatAnthropic {
 		return `{"model":"` + prov + `/claude-fake","max_tokens":64,"stream":` + s + `,"messages":[{"role":"user","content":"hi"}]}`
 	}
 	return `{"model":"` + prov + `/gpt-fake","stream":` + s + `,"messages":[{"role":"user","content":"hi"}]}`
 }
 
-var formats = []exchange.Format{exchange.OpenAI, exchange.Anthropic}
+// The two formats the tests speak.
+const (
+	formatOpenAI    exchange.Format = openai.Name
+	formatAnthropic exchange.Format = anthropic.Name
+)
+
+var testFormats = []exchange.Format{formatOpenAI, formatAnthropic}
+
+// The routes of the two formats, as runners call them.
+var (
+	pathChat     = openai.New().Endpoint().Route
+	pathMessages = anthropic.New().Endpoint().Route
+)
+
+// wireFormat is the registered format named f.
+func wireFormat(t testing.TB, f exchange.Format) wire.Format {
+	t.Helper()
+	wf, err := formats.Lookup(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}

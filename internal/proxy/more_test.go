@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/clawdapus/clawgo/internal/audit"
-	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // TestUpstreamConnectionsPooled checks that concurrent exchanges reuse
@@ -26,7 +26,7 @@ func TestUpstreamConnectionsPooled(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(exchange.OpenAI, "fake", false)))
+				req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(formatOpenAI, "fake", false)))
 				req.Header.Set("Authorization", "Bearer "+aliceToken)
 				resp, err := p.front.Client().Do(req)
 				if err != nil {
@@ -64,7 +64,7 @@ func TestChunkedBodyTooLarge(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b := readAll(t, resp.Body)
-	if typ, _ := apiErr(t, exchange.Anthropic, b); resp.StatusCode != 413 || typ != "request_too_large" {
+	if typ, _ := apiErr(t, formatAnthropic, b); resp.StatusCode != 413 || typ != "request_too_large" {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
@@ -72,7 +72,7 @@ func TestChunkedBodyTooLarge(t *testing.T) {
 func TestMalformedMetadataRefusedAndReported(t *testing.T) {
 	p := newPod(t)
 	writeFile(t, filepath.Join(p.root, "alice", "metadata.json"), `{"token":"bob:x"}`)
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false))
 	if resp.StatusCode != 403 {
 		t.Fatal(resp.StatusCode)
 	}
@@ -143,11 +143,11 @@ func FuzzAssemblers(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		for _, fm := range formats {
-			a := newAssembler(fm)
-			a.observe(name, data)
-			a.observe(name, data)
-			out, _ := a.result()
+		for _, fm := range testFormats {
+			a := wireFormat(t, fm).(wire.StreamAssembling).NewAssembler()
+			a.Observe(name, data)
+			a.Observe(name, data)
+			out, _ := a.Result()
 			if out != nil && !jsonValid(out) {
 				t.Fatalf("%s assembler produced invalid JSON %q", fm, out)
 			}

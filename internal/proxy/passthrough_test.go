@@ -15,7 +15,7 @@ import (
 )
 
 func TestPassthroughJSON(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			body := requestBody(f, "fake", false)
@@ -24,7 +24,7 @@ func TestPassthroughJSON(t *testing.T) {
 				"X-Forwarded-For", "10.0.0.1", "Openai-Organization", "org-other", "Api-Key", aliceToken)
 			got := readAll(t, resp.Body)
 			want := openAIJSON
-			if f == exchange.Anthropic {
+			if f == formatAnthropic {
 				want = anthropicJSON
 			}
 			if resp.StatusCode != 200 || got != want {
@@ -65,7 +65,7 @@ func TestPassthroughJSON(t *testing.T) {
 
 			req := p.audit.waitEvent(t, audit.TypeRequest)
 			res := p.audit.waitEvent(t, audit.TypeResponse)
-			if req.ClawID != "alice" || req.Model != "fake/"+map[exchange.Format]string{exchange.OpenAI: "gpt-fake", exchange.Anthropic: "claude-fake"}[f] ||
+			if req.ClawID != "alice" || req.Model != "fake/"+map[exchange.Format]string{formatOpenAI: "gpt-fake", formatAnthropic: "claude-fake"}[f] ||
 				req.ManifestPresent == nil || *req.ManifestPresent || req.ToolsCount == nil || *req.ToolsCount != 0 || req.Format != string(f) {
 				t.Errorf("request event %+v", req)
 			}
@@ -118,7 +118,7 @@ func assertNoAgentCredential(t *testing.T, up seen) {
 
 func TestPassthroughXAPIKeyProviderAndAgent(t *testing.T) {
 	p := newPod(t)
-	resp := p.post(t, pathMessages, requestBody(exchange.Anthropic, "fakeant", false), "X-Api-Key", aliceToken, "Anthropic-Version", "2023-06-01")
+	resp := p.post(t, pathMessages, requestBody(formatAnthropic, "fakeant", false), "X-Api-Key", aliceToken, "Anthropic-Version", "2023-06-01")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp.Body))
 	}
@@ -130,7 +130,7 @@ func TestPassthroughXAPIKeyProviderAndAgent(t *testing.T) {
 }
 
 func TestPassthroughStream(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			resp := p.post(t, pathOf(f), requestBody(f, "fake", true))
@@ -156,7 +156,7 @@ func TestPassthroughStream(t *testing.T) {
 			}
 			// The assembled response reads like the non-streaming one.
 			var text string
-			if f == exchange.Anthropic {
+			if f == formatAnthropic {
 				var m struct {
 					Content    []struct{ Type, Text string }
 					StopReason string `json:"stop_reason"`
@@ -191,7 +191,7 @@ func TestPassthroughStream(t *testing.T) {
 // TestStreamFirstByteBeforeUpstreamFinishes holds the upstream open after
 // its first event until the runner has received that event.
 func TestStreamFirstByteBeforeUpstreamFinishes(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t)
 			release := make(chan struct{})
@@ -211,7 +211,7 @@ func TestStreamFirstByteBeforeUpstreamFinishes(t *testing.T) {
 			resp := p.post(t, pathOf(f), requestBody(f, "fake", true))
 			br := bufio.NewReader(resp.Body)
 			first, err := br.ReadString('\n')
-			if err != nil || !strings.Contains(first, map[exchange.Format]string{exchange.OpenAI: "data: ", exchange.Anthropic: "event: message_start"}[f]) {
+			if err != nil || !strings.Contains(first, map[exchange.Format]string{formatOpenAI: "data: ", formatAnthropic: "event: message_start"}[f]) {
 				t.Fatalf("first line %q err %v", first, err)
 			}
 			close(release)
@@ -244,7 +244,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(exchange.OpenAI, "fake", stream)))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.front.URL+pathChat, strings.NewReader(requestBody(formatOpenAI, "fake", stream)))
 			req.Header.Set("Authorization", "Bearer "+aliceToken)
 			done := make(chan struct{})
 			go func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/filewatch"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // builtinProvider is a well-known provider's default base URL and auth
@@ -44,18 +45,21 @@ type Route struct {
 	Secret  string
 
 	// Built once per registry, not per request.
-	chatURL, messagesURL string
-	authValue            []string // the Authorization or X-Api-Key header value
+	urls      []string // upstream URL per format, indexed as Server.formats
+	authValue []string // the Authorization or X-Api-Key header value
 }
 
 // URL returns the upstream URL for an endpoint path below /v1
-// ("/chat/completions" or "/messages"): base URLs end in the API version,
-// as providers.json writes them ("https://api.openai.com/v1").
+// (wire.Endpoint.Upstream): base URLs end in the API version, as
+// providers.json writes them ("https://api.openai.com/v1").
 func (r *Route) URL(endpoint string) string { return r.BaseURL + endpoint }
 
 // finish precomputes what every request of the route needs.
-func (r *Route) finish() {
-	r.chatURL, r.messagesURL = r.URL("/chat/completions"), r.URL("/messages")
+func (r *Route) finish(formats []wire.Format) {
+	r.urls = make([]string, len(formats))
+	for i, f := range formats {
+		r.urls[i] = r.URL(f.Endpoint().Upstream)
+	}
 	switch r.Auth {
 	case manifest.ProviderAuthBearer:
 		r.authValue = []string{"Bearer " + r.Secret}
@@ -76,7 +80,7 @@ type registry struct {
 // active key, else v1 api_key), then <NAME>_API_KEY; auth from
 // providers.json, then the built-in table, then bearer when there is a key
 // and none without one.
-func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv) (*registry, error) {
+func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats []wire.Format) (*registry, error) {
 	reg := &registry{routes: make(map[string]*Route)}
 	add := func(name string, p *manifest.Provider) error {
 		name = strings.ToLower(name)
@@ -113,7 +117,7 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv) (*registr
 		if rt.Secret == "" {
 			rt.Auth = manifest.ProviderAuthNone
 		}
-		rt.finish()
+		rt.finish(formats)
 		reg.routes[name] = rt
 		return nil
 	}
@@ -158,13 +162,14 @@ func envName(provider string) string {
 type providerSource struct {
 	path    string
 	env     map[string]ProviderEnv
+	formats []wire.Format
 	onError func(error)
 
 	cur filewatch.Value[registry]
 }
 
-func newProviderSource(authDir string, env map[string]ProviderEnv, onError func(error)) (*providerSource, error) {
-	s := &providerSource{path: filepath.Join(authDir, "providers.json"), env: env, onError: onError}
+func newProviderSource(authDir string, env map[string]ProviderEnv, formats []wire.Format, onError func(error)) (*providerSource, error) {
+	s := &providerSource{path: filepath.Join(authDir, "providers.json"), env: env, formats: formats, onError: onError}
 	reg, stamp, err := s.load()
 	if err != nil {
 		return nil, err
@@ -187,7 +192,7 @@ func (s *providerSource) load() (*registry, string, error) {
 			return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
 		}
 	}
-	reg, err := buildRegistry(ps, s.env)
+	reg, err := buildRegistry(ps, s.env, s.formats)
 	if err != nil {
 		return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
 	}

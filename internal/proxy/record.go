@@ -7,7 +7,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
-	"github.com/clawdapus/clawgo/internal/usage"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // StatusClientClosed is recorded (never sent) when the runner went away
@@ -41,18 +41,18 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 }
 
 // failExchange answers x with a cllama error and records it.
-func (s *Server) failExchange(w http.ResponseWriter, x *exchange.Exchange, se *statusError) {
+func (s *Server) failExchange(w http.ResponseWriter, f wire.Format, x *exchange.Exchange, se *statusError) {
 	s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.StatusCode, e.Error = se.status, se.msg })
-	writeError(w, x.Format, se)
+	writeError(w, f, se)
 }
 
 // recordResponse emits the response event and, for a completed 2xx
 // exchange with history on, appends the history entry.
-func (s *Server) recordResponse(x *exchange.Exchange, status int, u usage.Usage, haveUsage bool, response []byte, note string) {
+func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, haveUsage bool, response []byte, note string) {
 	s.auditExchange(x, audit.TypeResponse, func(e *audit.Event) {
 		e.StatusCode = status
 		if haveUsage {
-			e.TokensIn, e.TokensOut = audit.Ptr(u.In), audit.Ptr(u.Out)
+			e.TokensIn, e.TokensOut = audit.Ptr(u.Prompt()), audit.Ptr(u.Output)
 		}
 	})
 	if s.history == nil || status < 200 || status > 299 {
@@ -70,7 +70,7 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u usage.Usage,
 		StatusCode: status,
 		LatencyMS:  sinceMS(s.now(), x.Start),
 		Request:    x.Original,
-		Usage:      history.Usage{PromptTokens: u.In, CompletionTokens: u.Out},
+		Usage:      history.Usage{PromptTokens: u.Prompt(), CompletionTokens: u.Output},
 		Error:      note,
 	}
 	switch {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
 	"github.com/clawdapus/clawgo/internal/sse"
-	"github.com/clawdapus/clawgo/internal/usage"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // maxCaptureBytes bounds how much of a non-streaming response is kept for
@@ -30,19 +30,19 @@ var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 
 // passthrough sends x upstream once and relays the answer: status, filtered
 // headers and body, event by event for streams.
-func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) {
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange) {
 	resp, err := x.Send(r.Context(), x.Body)
 	if err != nil {
-		s.upstreamFailed(w, r, x, err)
+		s.upstreamFailed(w, r, f, x, err)
 		return
 	}
 	defer resp.Body.Close()
 	copyResponseHeaders(w.Header(), resp.Header)
 	if isEventStream(resp.Header.Get("Content-Type")) && resp.StatusCode/100 == 2 {
-		s.relayStream(w, r, x, resp)
+		s.relayStream(w, r, f, x, resp)
 		return
 	}
-	s.relayBody(w, r, x, resp)
+	s.relayBody(w, r, f, x, resp)
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream,
@@ -58,15 +58,15 @@ func isEventStream(ct string) bool {
 }
 
 // upstreamFailed answers a call that produced no response.
-func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, x *exchange.Exchange, err error) {
+func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, err error) {
 	switch {
 	case r.Context().Err() != nil:
 		s.clientGone(x)
 	case errors.Is(err, ErrFirstByteTimeout):
-		s.failExchange(w, x, errStatus(http.StatusGatewayTimeout, apierror.TypeTimeout,
+		s.failExchange(w, f, x, errStatus(http.StatusGatewayTimeout, apierror.TypeTimeout,
 			fmt.Sprintf("provider %s did not answer within %s (CLLAMA_FIRST_BYTE_TIMEOUT)", x.Provider, s.cfg.FirstByteTimeout)))
 	default:
-		s.failExchange(w, x, errStatus(http.StatusBadGateway, apierror.TypeUpstream,
+		s.failExchange(w, f, x, errStatus(http.StatusBadGateway, apierror.TypeUpstream,
 			fmt.Sprintf("provider %s could not be reached: %v", x.Provider, err)))
 	}
 }
@@ -79,7 +79,7 @@ func (s *Server) clientGone(x *exchange.Exchange) {
 
 // relayBody copies a non-streaming response, keeping up to maxCaptureBytes
 // for usage and history.
-func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, x *exchange.Exchange, resp *http.Response) {
+func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, resp *http.Response) {
 	if resp.ContentLength >= 0 {
 		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
@@ -129,12 +129,12 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, x *exchange.E
 			panic(http.ErrAbortHandler)
 		}
 	}
-	var u usage.Usage
+	var u wire.Usage
 	var ok bool
 	var response []byte
 	var note string
 	if !truncated {
-		u, ok = usage.FromJSON(capture.Bytes())
+		u, ok = f.Usage(capture.Bytes())
 		response = capture.Bytes()
 	} else {
 		note = fmt.Sprintf("response larger than %d bytes; not kept in history", maxCaptureBytes)
@@ -144,7 +144,7 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, x *exchange.E
 
 // relayStream relays an SSE response event by event, flushing each one so
 // the runner sees it as soon as the provider sent it.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange.Exchange, resp *http.Response) {
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, resp *http.Response) {
 	sse.PrepareHeader(w.Header())
 	w.WriteHeader(resp.StatusCode)
 	sw := sse.NewWriter(w)
@@ -152,12 +152,10 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 		s.clientGone(x)
 		return
 	}
-	var st usage.Stream
-	var asm streamAssembler
-	if s.history != nil {
-		asm = newAssembler(x.Format)
-	}
-	term := terminalDetector{format: x.Format}
+	// st is what the format reads of the stream: usage, its end, the
+	// provider's own error event.
+	var st wire.StreamState
+	asm, asmNote := s.assembler(f)
 	var readErr error
 	// Events are written without a flush each; src flushes them all just
 	// before the parser waits on the upstream again. Every event thus
@@ -171,10 +169,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 			break
 		}
 		if len(ev.Data) > 0 {
-			st.Observe(ev.Data)
-			term.observe(ev.Name, ev.Data)
+			st = f.ObserveStream(st, ev.Name, ev.Data)
 			if asm != nil {
-				asm.observe(ev.Name, ev.Data)
+				asm.Observe(ev.Name, ev.Data)
 			}
 		}
 		if _, err := sw.Write(ev.Raw); err != nil {
@@ -192,7 +189,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 		s.clientGone(x)
 		return
 	}
-	if readErr == nil && !term.done() {
+	if readErr == nil && !st.Done() {
 		readErr = errors.New("upstream closed the stream before it finished")
 	}
 	if readErr != nil {
@@ -201,31 +198,41 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, x *exchange
 			return
 		}
 		msg := streamFailure(x.Provider, readErr, s.cfg)
-		_ = sw.Event(apierror.StreamEvent(x.Format, apierror.TypeUpstreamStream, msg))
+		_ = sw.Event(apierror.StreamEvent(f, apierror.TypeUpstreamStream, msg))
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
 			e.StatusCode, e.Error = resp.StatusCode, msg
-			if u, ok := st.Usage(); ok {
-				e.TokensIn, e.TokensOut = audit.Ptr(u.In), audit.Ptr(u.Out)
+			if st.HaveUsage {
+				e.TokensIn, e.TokensOut = audit.Ptr(st.Usage.Prompt()), audit.Ptr(st.Usage.Output)
 			}
 		})
 		return
 	}
-	u, ok := st.Usage()
-	if term.upstreamError != "" {
+	if st.UpstreamError != "" {
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
-			e.StatusCode, e.Error = resp.StatusCode, "provider error event in stream: "+term.upstreamError
-			if ok {
-				e.TokensIn, e.TokensOut = audit.Ptr(u.In), audit.Ptr(u.Out)
+			e.StatusCode, e.Error = resp.StatusCode, "provider error event in stream: "+st.UpstreamError
+			if st.HaveUsage {
+				e.TokensIn, e.TokensOut = audit.Ptr(st.Usage.Prompt()), audit.Ptr(st.Usage.Output)
 			}
 		})
 		return
 	}
-	var response []byte
-	var note string
+	response, note := []byte(nil), asmNote
 	if asm != nil {
-		response, note = asm.result()
+		response, note = asm.Result()
 	}
-	s.recordResponse(x, resp.StatusCode, u, ok, response, note)
+	s.recordResponse(x, resp.StatusCode, st.Usage, st.HaveUsage, response, note)
+}
+
+// assembler returns the history assembler for one stream of f: none when
+// history is off, and a note instead when f cannot assemble its streams.
+func (s *Server) assembler(f wire.Format) (wire.Assembler, string) {
+	if s.history == nil {
+		return nil, ""
+	}
+	if a, ok := f.(wire.StreamAssembling); ok {
+		return a.NewAssembler(), ""
+	}
+	return nil, "the " + f.Name() + " format cannot assemble its streams; history keeps no response"
 }
 
 func streamFailure(provider string, err error, cfg Config) string {
@@ -240,68 +247,6 @@ func streamFailure(provider string, err error, cfg Config) string {
 		return fmt.Sprintf("provider %s stream broke off: %v", provider, err)
 	}
 }
-
-// terminalDetector tells a finished stream from one cut short. A stream is
-// finished by its terminal event (OpenAI "data: [DONE]", Anthropic
-// message_stop), by the provider's own error event, or, for providers that
-// close without the terminal event, by EOF after a stop reason was seen.
-type terminalDetector struct {
-	format   exchange.Format
-	terminal bool
-	stopped  bool
-	// upstreamError holds the data of the provider's own in-band error
-	// event, relayed as is; the exchange is then not a success.
-	upstreamError string
-}
-
-var (
-	doneData     = []byte("[DONE]")
-	errorPrefix  = []byte(`{"error"`)
-	finishReason = []byte(`"finish_reason"`)
-	stopReason   = []byte(`"stop_reason"`)
-)
-
-// hasStringMember reports whether data has key (quoted) followed by a
-// string value: a non-null stop or finish reason.
-func hasStringMember(data, key []byte) bool {
-	for {
-		i := bytes.Index(data, key)
-		if i < 0 {
-			return false
-		}
-		j := skipSpace(data, i+len(key))
-		if j < len(data) && data[j] == ':' {
-			if j = skipSpace(data, j+1); j < len(data) && data[j] == '"' {
-				return true
-			}
-		}
-		data = data[i+len(key):]
-	}
-}
-
-func (t *terminalDetector) observe(name string, data []byte) {
-	if name == "error" || bytes.HasPrefix(data, errorPrefix) {
-		t.terminal = true
-		t.upstreamError = string(data[:min(len(data), 512)])
-		return
-	}
-	if t.format == exchange.Anthropic {
-		switch name {
-		case "message_stop":
-			t.terminal = true
-		case "message_delta":
-			t.stopped = t.stopped || hasStringMember(data, stopReason)
-		}
-		return
-	}
-	if bytes.Equal(bytes.TrimSpace(data), doneData) {
-		t.terminal = true
-		return
-	}
-	t.stopped = t.stopped || hasStringMember(data, finishReason)
-}
-
-func (t *terminalDetector) done() bool { return t.terminal || t.stopped }
 
 // errClientGone ends a relay whose runner stopped reading.
 var errClientGone = errors.New("client stopped reading")

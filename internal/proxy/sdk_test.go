@@ -11,8 +11,6 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
-
-	"github.com/clawdapus/clawgo/internal/exchange"
 )
 
 // The official SDK clients, configured as a user would (base URL, the
@@ -134,12 +132,12 @@ func TestSDKsParseProxyErrors(t *testing.T) {
 }
 
 func TestSDKsSeeInBandStreamErrors(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		p := newPod(t)
 		p.up.setHandler(streamThenFail(f, func(http.ResponseWriter, *http.Request) {}))
 		ctx := context.Background()
 		var err error
-		if f == exchange.Anthropic {
+		if f == formatAnthropic {
 			c := anthropicClient(p, aliceToken)
 			s := c.Messages.NewStreaming(ctx, anthropicParams("fake/claude-fake"))
 			for s.Next() {

@@ -8,7 +8,9 @@
 // Mediator records its own exchanges.
 //
 // It owns no format logic beyond locating the top-level "model" and
-// "stream" members of a request and reading token usage.
+// "stream" members of a request: its routes, error shapes, usage reading
+// and end-of-stream detection come from each format's wire.Format, found
+// in the registry (internal/wire/formats).
 package proxy
 
 import (
@@ -25,6 +27,8 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
 )
 
 // Options are the pluggable parts of a Server. The zero value is a plain
@@ -67,6 +71,13 @@ type Server struct {
 	mediator  exchange.Mediator
 	now       func() time.Time
 
+	// formats are the registered formats; a Route's urls and the
+	// routes ServeHTTP matches are indexed alike.
+	formats []wire.Format
+	// fallback shapes the errors of requests on no format's route.
+	fallback wire.Format
+	noRoute  string // the list of served routes, for 404 messages
+
 	idPrefix string
 	idSeq    atomic.Uint64
 }
@@ -84,7 +95,18 @@ func New(cfg Config, opts Options) (*Server, error) {
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
 		now:       opts.Now,
+		formats:   formats.All(),
+		fallback:  formats.Fallback(),
 	}
+	s.noRoute = "cllama serves"
+	for i, f := range s.formats {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		s.noRoute += sep + " POST " + f.Endpoint().Route
+	}
+	s.noRoute += " and GET " + pathHealth
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -98,7 +120,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 			s.audit.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: id, Error: err.Error()})
 		},
 	})
-	ps, err := newProviderSource(cfg.AuthDir, cfg.ProviderEnv, func(err error) {
+	ps, err := newProviderSource(cfg.AuthDir, cfg.ProviderEnv, s.formats, func(err error) {
 		s.audit.Emit(audit.Event{Type: audit.TypeManifestError, Error: err.Error()})
 	})
 	if err != nil {
@@ -140,32 +162,29 @@ func (s *Server) newRequestID() string {
 	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
 }
 
-const (
-	pathChat     = "/v1/chat/completions"
-	pathMessages = "/v1/messages"
-	pathHealth   = "/health"
-)
+const pathHealth = "/health"
 
-// ServeHTTP routes the three endpoints of the container contract.
+// ServeHTTP routes each registered format's endpoint and GET /health.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case pathChat:
-		s.serveModel(w, r, exchange.OpenAI)
-	case pathMessages:
-		s.serveModel(w, r, exchange.Anthropic)
-	case pathHealth:
+	for i, f := range s.formats {
+		if r.URL.Path == f.Endpoint().Route {
+			s.serveModel(w, r, i)
+			return
+		}
+	}
+	if r.URL.Path == pathHealth {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, exchange.OpenAI, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use GET /health"))
+			writeError(w, s.fallback, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use GET /health"))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-	default:
-		writeError(w, exchange.OpenAI, errStatus(http.StatusNotFound, "not_found_error",
-			fmt.Sprintf("no route for %s %s; cllama serves POST %s, POST %s and GET %s", r.Method, r.URL.Path, pathChat, pathMessages, pathHealth)))
+		return
 	}
+	writeError(w, s.fallback, errStatus(http.StatusNotFound, "not_found_error",
+		fmt.Sprintf("no route for %s %s; %s", r.Method, r.URL.Path, s.noRoute)))
 }
 
 // statusError is an error that carries its HTTP status and error type;

@@ -12,7 +12,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/proxy/apierror"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 const managedTools = `{"version":1,"tools":[{"name":"svc.lookup","description":"d","inputSchema":{"type":"object"},
@@ -37,7 +37,7 @@ func TestDecoratorRewritesBody(t *testing.T) {
 			return nil
 		})
 	})
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false))
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
@@ -56,9 +56,9 @@ func TestDecoratorFailureIs500(t *testing.T) {
 	p := newPod(t, func(_ *Config, o *Options) {
 		o.Decorator = decoratorFunc(func(context.Context, *exchange.Exchange) error { return errors.New("boom") })
 	})
-	resp := p.post(t, pathMessages, requestBody(exchange.Anthropic, "fake", false))
+	resp := p.post(t, pathMessages, requestBody(formatAnthropic, "fake", false))
 	body := readAll(t, resp.Body)
-	if _, msg := apiErr(t, exchange.Anthropic, body); resp.StatusCode != 500 || !strings.Contains(msg, "boom") {
+	if _, msg := apiErr(t, formatAnthropic, body); resp.StatusCode != 500 || !strings.Contains(msg, "boom") {
 		t.Fatal(resp.StatusCode, body)
 	}
 }
@@ -72,7 +72,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 			for range 2 {
 				resp, err := x.Send(r.Context(), x.Body)
 				if err != nil {
-					apierror.Write(w, x.Format, 502, apierror.TypeUpstream, err.Error())
+					apierror.Write(w, wireFormat(t, x.Format), 502, apierror.TypeUpstream, err.Error())
 					return
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -82,7 +82,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 		})
 	})
 	writeFile(t, filepath.Join(p.root, "alice", "tools.json"), managedTools)
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", true))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", true))
 	if resp.StatusCode != 299 || calls != 1 {
 		t.Fatalf("status %d calls %d", resp.StatusCode, calls)
 	}
@@ -110,7 +110,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 func TestManagedAgentWithoutMediatorPassesThrough(t *testing.T) {
 	p := newPod(t)
 	writeFile(t, filepath.Join(p.root, "alice", "tools.json"), managedTools)
-	resp := p.post(t, pathChat, requestBody(exchange.OpenAI, "fake", false))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false))
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
@@ -120,7 +120,7 @@ func TestManagedAgentWithoutMediatorPassesThrough(t *testing.T) {
 }
 
 func TestBrokenToolsManifestIs500(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			mediated := false
 			p := newPod(t, func(_ *Config, o *Options) {
@@ -148,7 +148,7 @@ func TestBrokenToolsManifestIs500(t *testing.T) {
 // operator wrote there: a broken tools.json holds service addresses, and
 // those stay between cllama and the operator's audit log.
 func TestBrokenToolsManifestKeepsServiceAddressesFromTheRunner(t *testing.T) {
-	for _, f := range formats {
+	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			p := newPod(t, func(_ *Config, o *Options) {
 				o.Mediator = mediatorFunc(func(http.ResponseWriter, *http.Request, *exchange.Exchange) {})

@@ -1,10 +1,22 @@
-// Package wire holds exactly what differs between the two API formats cllama
-// mediates (OpenAI chat completions and Anthropic messages): how a request
-// lists messages and tools, how a response carries text and tool calls, how a
-// tool round is appended, how a conversation message is canonicalised for
-// continuity, and how a final answer is written as JSON or as a stream.
-// Every mediation rule lives in internal/mediate and uses only this package's
-// Format interface ("One loop, two formats", ARCHITECTURE.md).
+// Package wire is the seam between cllama and the API formats it speaks
+// ("One loop, every format", ARCHITECTURE.md). Everything that differs
+// between formats sits behind its interfaces, implemented once per format
+// in wire/<format> and found through the one registry, wire/formats:
+//
+//   - Format, the core every format implements: its name and endpoint,
+//     its error body and in-stream error event, token usage, and the end
+//     of an upstream stream (what the passthrough relay needs);
+//   - optional abilities, each a small interface of its own: FeedInjector
+//     (where context feeds go), StreamAssembling (a stream's
+//     non-streaming equivalent, for history) and ToolLoop (how a request
+//     lists messages and tools, how a response carries text and tool
+//     calls, how a tool round is appended, how a message is canonicalised
+//     for continuity, how a final answer is written). A stage that needs
+//     an ability a format lacks refuses the request in that format's
+//     error shape; it never substitutes another format.
+//
+// Every mediation rule lives in internal/mediate and uses only ToolLoop.
+// No package outside wire/<format> decides anything by a format's name.
 //
 // Bodies keep every field the proxy does not interpret byte for byte: the
 // top level of a request is a map of raw values and messages stay raw until
@@ -17,11 +29,10 @@ import (
 	"sort"
 )
 
-// Format is one provider wire format. Implementations are stateless and safe
-// for concurrent use.
-type Format interface {
-	// Name is "openai" or "anthropic".
-	Name() string
+// ToolLoop is what the managed-tool loop needs of a format (optional
+// ability). Implementations are stateless and safe for concurrent use.
+type ToolLoop interface {
+	Format
 
 	// ParseRequest decodes a runner request. OpenAI legacy functions[] and
 	// function_call are normalised into tools[] and tool_choice.

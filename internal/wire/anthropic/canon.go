@@ -28,7 +28,7 @@ type canonResult struct {
 	IsError bool   `json:"e,omitempty"`
 }
 
-// Canonical implements wire.Format.
+// Canonical implements wire.ToolLoop.
 func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	var m struct {
 		Role    string          `json:"role"`

@@ -1,5 +1,5 @@
 // Package anthropic is the Anthropic messages wire format (POST
-// /v1/messages) behind wire.Format: tool_use / tool_result content blocks
+// /v1/messages) behind the wire interfaces: tool_use / tool_result content blocks
 // and the message_start … message_stop event stream.
 package anthropic
 
@@ -10,18 +10,20 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-// Format implements wire.Format for Anthropic messages.
+// Format implements wire.ToolLoop for Anthropic messages.
 type Format struct{}
 
 // New returns the Anthropic format.
 func New() Format { return Format{} }
 
-var _ wire.Format = Format{}
+// The format has every ability cllama uses.
+var (
+	_ wire.ToolLoop         = Format{}
+	_ wire.FeedInjector     = Format{}
+	_ wire.StreamAssembling = Format{}
+)
 
-// Name implements wire.Format.
-func (Format) Name() string { return "anthropic" }
-
-// ParseRequest implements wire.Format. The system prompt is a top-level
+// ParseRequest implements wire.ToolLoop. The system prompt is a top-level
 // member and stays in Fields.
 func (Format) ParseRequest(body []byte) (*wire.Request, error) {
 	top, err := wire.DecodeBody(body)
@@ -53,7 +55,7 @@ func (Format) ParseRequest(body []byte) (*wire.Request, error) {
 	return r, nil
 }
 
-// ToolDefinition implements wire.Format.
+// ToolDefinition implements wire.ToolLoop.
 func (Format) ToolDefinition(name, description string, schema json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(struct {
 		Name        string          `json:"name"`
@@ -62,7 +64,7 @@ func (Format) ToolDefinition(name, description string, schema json.RawMessage) (
 	}{name, description, schema})
 }
 
-// RewriteToolChoice implements wire.Format for {"type":"tool","name":X}.
+// RewriteToolChoice implements wire.ToolLoop for {"type":"tool","name":X}.
 func (Format) RewriteToolChoice(r *wire.Request, rename func(string) (string, bool)) error {
 	raw, ok := r.Fields["tool_choice"]
 	if !ok || len(raw) == 0 || raw[0] != '{' {
@@ -85,7 +87,7 @@ func (Format) RewriteToolChoice(r *wire.Request, rename func(string) (string, bo
 	return err
 }
 
-// PrepareUpstream implements wire.Format.
+// PrepareUpstream implements wire.ToolLoop.
 func (Format) PrepareUpstream(r *wire.Request) {
 	r.Fields["stream"] = json.RawMessage("false")
 }
@@ -97,7 +99,7 @@ type toolResultBlock struct {
 	IsError   bool   `json:"is_error,omitempty"`
 }
 
-// ResultTurn implements wire.Format: one user message holding a
+// ResultTurn implements wire.ToolLoop: one user message holding a
 // tool_result block per result, in call order.
 func (Format) ResultTurn(results []wire.Result) ([]json.RawMessage, error) {
 	blocks := make([]toolResultBlock, 0, len(results))
@@ -114,7 +116,7 @@ func (Format) ResultTurn(results []wire.Result) ([]json.RawMessage, error) {
 	return []json.RawMessage{b}, nil
 }
 
-// RelaxToolChoice implements wire.Format; disable_parallel_tool_use is kept.
+// RelaxToolChoice implements wire.ToolLoop; disable_parallel_tool_use is kept.
 func (Format) RelaxToolChoice(r *wire.Request) {
 	raw, ok := r.Fields["tool_choice"]
 	if !ok {

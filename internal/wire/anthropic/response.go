@@ -27,7 +27,7 @@ type block struct {
 	Sig      string          `json:"signature"`
 }
 
-// ParseResponse implements wire.Format.
+// ParseResponse implements wire.ToolLoop.
 func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	top, err := wire.DecodeObject(body)
 	if err != nil {
@@ -85,7 +85,7 @@ func viewOf(resp *wire.Response) (*view, error) {
 	return v, nil
 }
 
-// AssistantTurn implements wire.Format: the response's content blocks as
+// AssistantTurn implements wire.ToolLoop: the response's content blocks as
 // an assistant message, dropping tool_use blocks not in keep.
 func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, error) {
 	v, err := viewOf(resp)
@@ -113,7 +113,7 @@ func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, e
 	}{"assistant", blocks})
 }
 
-// FinalBody implements wire.Format.
+// FinalBody implements wire.ToolLoop.
 func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	v, err := viewOf(resp)
 	if err != nil {

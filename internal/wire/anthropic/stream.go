@@ -8,7 +8,7 @@ import (
 
 const textChunk = 256
 
-// StreamEvents implements wire.Format: message_start, one
+// StreamEvents implements wire.ToolLoop: message_start, one
 // content_block_start / _delta / _stop group per block (text, tool_use with
 // input_json_delta, thinking with thinking_delta and signature_delta, other
 // blocks whole), message_delta with the stop reason and summed usage, and

@@ -23,7 +23,7 @@ type canonCall struct {
 	Args string `json:"a"`
 }
 
-// Canonical implements wire.Format.
+// Canonical implements wire.ToolLoop.
 func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	var m struct {
 		Role         string          `json:"role"`

@@ -71,7 +71,7 @@ func FuzzParseRequest(f *testing.F) {
 
 // checkResponse: a decoded response can always be turned back into an
 // assistant turn, a final body and a stream, all valid JSON.
-func checkResponse(t *testing.T, f wire.Format, data []byte) {
+func checkResponse(t *testing.T, f wire.ToolLoop, data []byte) {
 	resp, err := f.ParseResponse(data)
 	if err != nil {
 		return
@@ -105,7 +105,7 @@ func checkResponse(t *testing.T, f wire.Format, data []byte) {
 
 // checkRequest: a parsed request re-encodes to JSON that parses to the
 // same tools, and every rewrite keeps it valid.
-func checkRequest(t *testing.T, f wire.Format, data []byte) {
+func checkRequest(t *testing.T, f wire.ToolLoop, data []byte) {
 	r, err := f.ParseRequest(data)
 	if err != nil {
 		return

@@ -1,5 +1,5 @@
 // Package openai is the OpenAI chat-completions wire format
-// (POST /v1/chat/completions) behind wire.Format.
+// (POST /v1/chat/completions) behind the wire interfaces.
 package openai
 
 import (
@@ -9,18 +9,20 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-// Format implements wire.Format for OpenAI chat completions.
+// Format implements wire.ToolLoop for OpenAI chat completions.
 type Format struct{}
 
 // New returns the OpenAI format.
 func New() Format { return Format{} }
 
-var _ wire.Format = Format{}
+// The format has every ability cllama uses.
+var (
+	_ wire.ToolLoop         = Format{}
+	_ wire.FeedInjector     = Format{}
+	_ wire.StreamAssembling = Format{}
+)
 
-// Name implements wire.Format.
-func (Format) Name() string { return "openai" }
-
-// ParseRequest implements wire.Format. Legacy functions[] become tools[]
+// ParseRequest implements wire.ToolLoop. Legacy functions[] become tools[]
 // and function_call becomes tool_choice (spec 000 "For OpenAI-compatible
 // requests, legacy functions[] are normalized into tools[] before merge").
 func (Format) ParseRequest(body []byte) (*wire.Request, error) {
@@ -115,7 +117,7 @@ func toolName(def json.RawMessage) string {
 	return t.Custom.Name
 }
 
-// ToolDefinition implements wire.Format.
+// ToolDefinition implements wire.ToolLoop.
 func (Format) ToolDefinition(name, description string, schema json.RawMessage) (json.RawMessage, error) {
 	type fn struct {
 		Name        string          `json:"name"`
@@ -128,7 +130,7 @@ func (Format) ToolDefinition(name, description string, schema json.RawMessage) (
 	}{"function", fn{name, description, schema}})
 }
 
-// RewriteToolChoice implements wire.Format. It handles the named form
+// RewriteToolChoice implements wire.ToolLoop. It handles the named form
 // {"type":"function","function":{"name":X}} and the allowed_tools form.
 func (Format) RewriteToolChoice(r *wire.Request, rename func(string) (string, bool)) error {
 	raw, ok := r.Fields["tool_choice"]
@@ -191,14 +193,14 @@ func renameIn(raw json.RawMessage, rename func(string) (string, bool)) (json.Raw
 	return out, err == nil
 }
 
-// PrepareUpstream implements wire.Format: stream false, and no
+// PrepareUpstream implements wire.ToolLoop: stream false, and no
 // stream_options (the API rejects it on non-streaming requests).
 func (Format) PrepareUpstream(r *wire.Request) {
 	r.Fields["stream"] = json.RawMessage("false")
 	delete(r.Fields, "stream_options")
 }
 
-// ResultTurn implements wire.Format: one role "tool" message per result.
+// ResultTurn implements wire.ToolLoop: one role "tool" message per result.
 func (Format) ResultTurn(results []wire.Result) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, 0, len(results))
 	for _, res := range results {
@@ -215,7 +217,7 @@ func (Format) ResultTurn(results []wire.Result) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// RelaxToolChoice implements wire.Format.
+// RelaxToolChoice implements wire.ToolLoop.
 func (Format) RelaxToolChoice(r *wire.Request) {
 	raw, ok := r.Fields["tool_choice"]
 	if !ok {

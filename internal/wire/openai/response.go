@@ -28,7 +28,7 @@ type wireCall struct {
 	} `json:"function"`
 }
 
-// ParseResponse implements wire.Format. Only choices[0] is considered.
+// ParseResponse implements wire.ToolLoop. Only choices[0] is considered.
 func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	top, err := wire.DecodeObject(body)
 	if err != nil {
@@ -119,7 +119,7 @@ func viewOf(resp *wire.Response) (*view, error) {
 	return v, nil
 }
 
-// AssistantTurn implements wire.Format. The message is rebuilt from
+// AssistantTurn implements wire.ToolLoop. The message is rebuilt from
 // role, content and the kept tool_calls; response-only members (refusal,
 // annotations, audio) are not sent back.
 func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, error) {
@@ -150,7 +150,7 @@ func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, e
 	return json.Marshal(out)
 }
 
-// FinalBody implements wire.Format.
+// FinalBody implements wire.ToolLoop.
 func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	v, err := viewOf(resp)
 	if err != nil {

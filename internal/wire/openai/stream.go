@@ -32,7 +32,7 @@ type deltaCall struct {
 	Function map[string]any `json:"function"`
 }
 
-// StreamEvents implements wire.Format: the chat.completion.chunk sequence
+// StreamEvents implements wire.ToolLoop: the chat.completion.chunk sequence
 // of the response (role, content, tool calls, finish), a usage chunk when
 // the runner asked for stream_options.include_usage, then [DONE].
 func (Format) StreamEvents(resp *wire.Response, total wire.Usage, includeUsage bool) ([]wire.Event, error) {

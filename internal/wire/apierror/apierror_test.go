@@ -5,12 +5,13 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
+	"github.com/clawdapus/clawgo/internal/wire/openai"
 )
 
 func TestWrite(t *testing.T) {
 	rec := httptest.NewRecorder()
-	Write(rec, exchange.Anthropic, 400, TypeInvalidRequest, `model must be "<provider>/<model>"`)
+	Write(rec, anthropic.New(), 400, TypeInvalidRequest, `model must be "<provider>/<model>"`)
 	if rec.Code != 400 || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatal(rec.Code, rec.Header())
 	}
@@ -18,15 +19,15 @@ func TestWrite(t *testing.T) {
 	if rec.Body.String() != want {
 		t.Fatalf("%s\nwant %s", rec.Body, want)
 	}
-	got := string(Body(exchange.OpenAI, TypeAPI, "x"))
+	got := string(openai.New().ErrorBody(TypeAPI, "x"))
 	if got != `{"error":{"message":"x","type":"api_error","param":null,"code":null}}` {
 		t.Fatal(got)
 	}
 }
 
 func TestStreamEvent(t *testing.T) {
-	a := StreamEvent(exchange.Anthropic, TypeAPI, "broke")
-	o := StreamEvent(exchange.OpenAI, TypeAPI, "broke")
+	a := StreamEvent(anthropic.New(), TypeAPI, "broke")
+	o := StreamEvent(openai.New(), TypeAPI, "broke")
 	if a.Name != "error" || o.Name != "" {
 		t.Fatal(a.Name, o.Name)
 	}

@@ -1,0 +1,64 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// MaxAssembledBytes bounds the content an Assembler keeps for one stream's
+// history entry; past it, content is dropped and the entry notes it.
+const MaxAssembledBytes = 4 << 20
+
+// AssemblyBudget counts the bytes an Assembler keeps against
+// MaxAssembledBytes. Assemblers embed it.
+type AssemblyBudget struct {
+	Used      int
+	Truncated bool
+}
+
+// Add appends s to sb when it fits the budget.
+func (b *AssemblyBudget) Add(sb *strings.Builder, s string) {
+	if b.Used+len(s) > MaxAssembledBytes {
+		b.Truncated = true
+		return
+	}
+	b.Used += len(s)
+	sb.WriteString(s)
+}
+
+// Keep returns s when it fits the budget (counted once: a replaced value
+// gives back its old bytes), else old.
+func (b *AssemblyBudget) Keep(old, s string) string {
+	if b.Used-len(old)+len(s) > MaxAssembledBytes {
+		b.Truncated = true
+		return old
+	}
+	b.Used += len(s) - len(old)
+	return s
+}
+
+// Note is the note of an Assembler's Result: empty unless content was cut.
+func (b *AssemblyBudget) Note() string {
+	if b.Truncated {
+		return fmt.Sprintf("streamed response larger than %d bytes; history keeps the first part", MaxAssembledBytes)
+	}
+	return ""
+}
+
+// SortedKeys returns the keys of m in increasing order.
+func SortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
+
+// MustString returns s as a JSON string.
+func MustString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

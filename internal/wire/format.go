@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Format is what cllama needs of every API format it speaks: enough to
+// route a request, answer it with an error, and relay the provider's answer
+// (passthrough). Implementations are stateless and safe for concurrent use;
+// each method may be called from many requests at once.
+type Format interface {
+	// Name is the format's registry key, recorded in audit and history
+	// ("openai", "anthropic").
+	Name() string
+	// Endpoint is where runners call the format and where it goes
+	// upstream.
+	Endpoint() Endpoint
+
+	// ErrorBody is the JSON body of an error cllama itself produces,
+	// shaped so the format's official SDK reads it as an API error.
+	ErrorBody(errType, msg string) []byte
+	// ErrorEvent is the same error as an in-band event, for a stream
+	// whose status line has already been sent.
+	ErrorEvent(errType, msg string) Event
+
+	// Usage reads token usage out of a non-streaming response body; ok
+	// is false when it carries none (or is not JSON).
+	Usage(body []byte) (u Usage, ok bool)
+	// ObserveStream returns st updated with one event of an upstream
+	// stream (name may be empty; data is non-empty): usage, the end of
+	// the stream, and the provider's own error event. It reads as
+	// little of data as it can: it runs on every relayed event.
+	ObserveStream(st StreamState, name string, data []byte) StreamState
+}
+
+// Endpoint is a format's one POST endpoint.
+type Endpoint struct {
+	// Route is the path runners POST to ("/v1/chat/completions").
+	Route string
+	// Upstream is the path appended to a provider's base URL, which ends
+	// in the API version ("/chat/completions").
+	Upstream string
+}
+
+// StreamState is what the relay learns of an upstream stream, event by
+// event, through Format.ObserveStream. The zero value is a stream nothing
+// has been seen of.
+type StreamState struct {
+	// Terminal is set by the format's terminal event or by the provider's
+	// own error event.
+	Terminal bool
+	// Stopped is set once a stop reason was seen: a provider that closes
+	// without the terminal event has still finished.
+	Stopped bool
+	// UpstreamError holds (the start of) the data of the provider's own
+	// in-band error event, relayed as is; the exchange is then not a
+	// success.
+	UpstreamError string
+	// Usage is the usage seen so far; HaveUsage tells whether any event
+	// carried usage.
+	Usage     Usage
+	HaveUsage bool
+}
+
+// Done reports whether the stream finished, rather than being cut short.
+func (st StreamState) Done() bool { return st.Terminal || st.Stopped }
+
+var errorPrefix = []byte(`{"error"`)
+
+// ErrorEvent reports whether an event is a provider's in-band error, by the
+// conventions the official SDKs read (an event named "error", or data that
+// is an object whose first member is "error"), and returns st with it
+// recorded. Formats call it first in ObserveStream.
+func (st StreamState) ErrorEvent(name string, data []byte) (StreamState, bool) {
+	if name != "error" && !bytes.HasPrefix(data, errorPrefix) {
+		return st, false
+	}
+	st.Terminal = true
+	st.UpstreamError = string(data[:min(len(data), 512)])
+	return st, true
+}
+
+// FeedInjector is a format whose requests can carry context feeds
+// (optional ability; spec 003, internal/feeds).
+type FeedInjector interface {
+	// InjectFeeds returns a new body with text added to the request's
+	// system context, the runner's own prompt kept first and byte for
+	// byte. body is a valid JSON object (the caller checked) and is not
+	// modified. ok is false when body is not of the format's shape; the
+	// caller then sends it as it is.
+	InjectFeeds(body []byte, text string) (out []byte, ok bool)
+}
+
+// StreamAssembling is a format whose streams can be rebuilt into the
+// non-streaming response they stand for (optional ability; session
+// history).
+type StreamAssembling interface {
+	// NewAssembler returns an Assembler for one stream.
+	NewAssembler() Assembler
+}
+
+// Assembler rebuilds one stream's non-streaming equivalent, one event at a
+// time. It is not safe for concurrent use.
+type Assembler interface {
+	// Observe takes one event (data non-empty).
+	Observe(name string, data []byte)
+	// Result returns the assembled response and a note when it is
+	// incomplete.
+	Result() (json.RawMessage, string)
+}
+
+// MarshalUnescaped is json.Marshal without HTML escaping, for text a
+// person reads (error messages quote "<provider>/<model>"), and without
+// the trailing newline of an Encoder.
+func MarshalUnescaped(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

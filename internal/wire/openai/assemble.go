@@ -1,0 +1,190 @@
+package openai
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// NewAssembler implements wire.StreamAssembling: chat.completion.chunk
+// events become the chat.completion they stand for.
+func (Format) NewAssembler() wire.Assembler {
+	return &assembler{choices: map[int]*asmChoice{}}
+}
+
+type assembler struct {
+	wire.AssemblyBudget
+	id, model, fingerprint string
+	created                int64
+	choices                map[int]*asmChoice
+	usage                  json.RawMessage
+}
+
+type asmChoice struct {
+	role, finish string
+	content      strings.Builder
+	refusal      strings.Builder
+	reasoning    strings.Builder
+	toolCalls    map[int]*asmToolCall
+}
+
+type asmToolCall struct {
+	id, typ, name string
+	args          strings.Builder
+}
+
+type asmChunk struct {
+	ID          string          `json:"id"`
+	Model       string          `json:"model"`
+	Created     int64           `json:"created"`
+	Fingerprint string          `json:"system_fingerprint"`
+	Usage       json.RawMessage `json:"usage"`
+	Choices     []struct {
+		Index        int     `json:"index"`
+		FinishReason *string `json:"finish_reason"`
+		Delta        struct {
+			Role             string  `json:"role"`
+			Content          *string `json:"content"`
+			Refusal          *string `json:"refusal"`
+			ReasoningContent *string `json:"reasoning_content"`
+			ToolCalls        []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+func (a *assembler) Observe(_ string, data []byte) {
+	var c asmChunk
+	if data[0] != '{' || json.Unmarshal(data, &c) != nil {
+		return
+	}
+	if a.id == "" {
+		a.id, a.model, a.created, a.fingerprint = c.ID, c.Model, c.Created, c.Fingerprint
+	}
+	if len(c.Usage) > 0 && string(c.Usage) != "null" {
+		a.usage = append(json.RawMessage(nil), c.Usage...)
+	}
+	for _, ch := range c.Choices {
+		if ch.Index < 0 || ch.Index > 128 {
+			continue
+		}
+		st := a.choices[ch.Index]
+		if st == nil {
+			st = &asmChoice{toolCalls: map[int]*asmToolCall{}}
+			a.choices[ch.Index] = st
+		}
+		if ch.Delta.Role != "" {
+			st.role = ch.Delta.Role
+		}
+		if ch.Delta.Content != nil {
+			a.Add(&st.content, *ch.Delta.Content)
+		}
+		if ch.Delta.Refusal != nil {
+			a.Add(&st.refusal, *ch.Delta.Refusal)
+		}
+		if ch.Delta.ReasoningContent != nil {
+			a.Add(&st.reasoning, *ch.Delta.ReasoningContent)
+		}
+		if ch.FinishReason != nil {
+			st.finish = *ch.FinishReason
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index > 1024 {
+				continue
+			}
+			t := st.toolCalls[tc.Index]
+			if t == nil {
+				t = &asmToolCall{}
+				st.toolCalls[tc.Index] = t
+			}
+			if tc.ID != "" {
+				t.id = a.Keep(t.id, tc.ID)
+			}
+			if tc.Type != "" {
+				t.typ = a.Keep(t.typ, tc.Type)
+			}
+			if tc.Function.Name != "" {
+				t.name = a.Keep(t.name, tc.Function.Name)
+			}
+			a.Add(&t.args, tc.Function.Arguments)
+		}
+	}
+}
+
+func (a *assembler) Result() (json.RawMessage, string) {
+	type toolCall struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	type message struct {
+		Role             string     `json:"role"`
+		Content          *string    `json:"content"`
+		Refusal          *string    `json:"refusal,omitempty"`
+		ReasoningContent *string    `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCall `json:"tool_calls,omitempty"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	}
+	out := struct {
+		ID          string          `json:"id"`
+		Object      string          `json:"object"`
+		Created     int64           `json:"created"`
+		Model       string          `json:"model"`
+		Fingerprint string          `json:"system_fingerprint,omitempty"`
+		Choices     []choice        `json:"choices"`
+		Usage       json.RawMessage `json:"usage,omitempty"`
+	}{ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model, Fingerprint: a.fingerprint, Usage: a.usage, Choices: []choice{}}
+	for _, idx := range wire.SortedKeys(a.choices) {
+		st := a.choices[idx]
+		c := choice{Index: idx, Message: message{Role: st.role}}
+		if c.Message.Role == "" {
+			c.Message.Role = "assistant"
+		}
+		if st.content.Len() > 0 || len(st.toolCalls) == 0 {
+			s := st.content.String()
+			c.Message.Content = &s
+		}
+		if st.refusal.Len() > 0 {
+			s := st.refusal.String()
+			c.Message.Refusal = &s
+		}
+		if st.reasoning.Len() > 0 {
+			s := st.reasoning.String()
+			c.Message.ReasoningContent = &s
+		}
+		if st.finish != "" {
+			f := st.finish
+			c.FinishReason = &f
+		}
+		for _, ti := range wire.SortedKeys(st.toolCalls) {
+			t := st.toolCalls[ti]
+			tc := toolCall{ID: t.id, Type: t.typ}
+			if tc.Type == "" {
+				tc.Type = "function"
+			}
+			tc.Function.Name, tc.Function.Arguments = t.name, t.args.String()
+			c.Message.ToolCalls = append(c.Message.ToolCalls, tc)
+		}
+		out.Choices = append(out.Choices, c)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, "could not assemble the streamed response: " + err.Error()
+	}
+	return b, a.Note()
+}

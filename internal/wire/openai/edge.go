@@ -1,0 +1,109 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// Name is the format's registry key.
+const Name = "openai"
+
+// Name implements wire.Format.
+func (Format) Name() string { return Name }
+
+// Endpoint implements wire.Format.
+func (Format) Endpoint() wire.Endpoint {
+	return wire.Endpoint{Route: "/v1/chat/completions", Upstream: "/chat/completions"}
+}
+
+type errorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// ErrorBody implements wire.Format:
+// {"error":{"message","type","param":null,"code":null}}.
+func (Format) ErrorBody(errType, msg string) []byte {
+	b, _ := wire.MarshalUnescaped(struct {
+		Error errorObject `json:"error"`
+	}{errorObject{Message: msg, Type: errType}}) // strings only: cannot fail
+	return b
+}
+
+// ErrorEvent implements wire.Format: the error body as an unnamed data
+// event, which openai-go raises for any data object with an "error" key.
+func (f Format) ErrorEvent(errType, msg string) wire.Event {
+	return wire.Event{Data: f.ErrorBody(errType, msg)}
+}
+
+var (
+	usageKey     = []byte(`"usage"`)
+	doneData     = []byte("[DONE]")
+	finishReason = []byte(`"finish_reason"`)
+)
+
+// usageFields is the usage object: prompt_tokens already include cached
+// ones (prompt_tokens_details.cached_tokens), so they are Input whole.
+type usageFields struct {
+	Prompt     *int `json:"prompt_tokens"`
+	Completion *int `json:"completion_tokens"`
+}
+
+// readUsage merges the usage object raw into u, reporting whether it
+// carried any count. Finding the member first (package jsontop) and
+// decoding only it costs a fraction of decoding the document.
+func readUsage(raw []byte, u *wire.Usage) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false // absent, or null
+	}
+	var f usageFields
+	if json.Unmarshal(raw, &f) != nil {
+		return false
+	}
+	found := false
+	if f.Prompt != nil {
+		u.Input, found = *f.Prompt, true
+	}
+	if f.Completion != nil {
+		u.Output, found = *f.Completion, true
+	}
+	return found
+}
+
+// Usage implements wire.Format: the top-level usage member.
+func (Format) Usage(body []byte) (wire.Usage, bool) {
+	var u wire.Usage
+	if !bytes.Contains(body, usageKey) {
+		return u, false
+	}
+	raw, _ := jsontop.Find(body, "usage")
+	if !readUsage(raw, &u) {
+		return wire.Usage{}, false
+	}
+	return u, true
+}
+
+// ObserveStream implements wire.Format. Usage comes in the last chunk when
+// the runner asked for stream_options.include_usage; the stream ends with
+// "data: [DONE]", or, for providers that close without it, after a chunk
+// with a finish_reason.
+func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.StreamState {
+	if bytes.Contains(data, usageKey) {
+		raw, _ := jsontop.Find(data, "usage")
+		st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage
+	}
+	if st, isErr := st.ErrorEvent(name, data); isErr {
+		return st
+	}
+	if bytes.Equal(bytes.TrimSpace(data), doneData) {
+		st.Terminal = true
+		return st
+	}
+	st.Stopped = st.Stopped || wire.HasStringMember(data, finishReason)
+	return st
+}
