@@ -28,6 +28,7 @@ func FuzzPrepareHTTP(f *testing.F) {
 		`{"id":"../x"}`, `{"id":"a/b?c"}`, `{"id":"%2F"}`, `{"a":".","b":"."}`,
 		`{"a":"..","b":"x","claw_id":"evil"}`, `{"id":"x#y","q":[1,{"z":null}]}`,
 		`null`, ``, `[1]`, `{"id":"\u0000\n"}`, `{"claw_id":"../../admin"}`,
+		`{"CLAW_ID":"evil","clawId":"evil","claw-id":"evil"}`,
 	} {
 		for i := range fuzzTemplates {
 			f.Add([]byte(s), uint8(i), i%2 == 0)
@@ -84,16 +85,20 @@ func FuzzPrepareHTTP(f *testing.F) {
 		if tmplQuery != "" && q.Get("format") != "raw" {
 			t.Fatalf("template query lost: %q", u.RawQuery)
 		}
-		if v, ok := q["claw_id"]; ok && (len(v) != 1 || v[0] != agent) {
-			t.Fatalf("query claw_id = %v", v)
+		for k, v := range q {
+			if spellsClawID(k) && (k != "claw_id" || len(v) != 1 || v[0] != agent) {
+				t.Fatalf("query %s = %v", k, v)
+			}
 		}
 		if req.body != nil {
 			var body map[string]any
 			if err := json.Unmarshal(req.body, &body); err != nil {
 				t.Fatalf("body is not a JSON object: %q", req.body)
 			}
-			if v, ok := body["claw_id"]; ok && v != agent {
-				t.Fatalf("body claw_id = %v", v)
+			for k, v := range body {
+				if spellsClawID(k) && (k != "claw_id" || v != agent) {
+					t.Fatalf("body %s = %v", k, v)
+				}
 			}
 		}
 	})
