@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -130,16 +131,10 @@ func (w *Writer) Append(e Entry) error {
 	if e.Status == "" {
 		e.Status = StatusOK
 	}
-	// No HTML escaping: requests and responses are kept as received, and
-	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
-	// past what readers accept (MaxLineBytes).
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
-		return fmt.Errorf("history: encode entry %s: %w", e.ID, err)
+	line, err := encodeLine(e)
+	if err != nil {
+		return err
 	}
-	line := buf.Bytes()
 	af, err := w.file(e.AgentID)
 	if err != nil {
 		return err
@@ -165,6 +160,90 @@ func (w *Writer) Append(e Entry) error {
 	}
 	af.size += int64(len(line))
 	return nil
+}
+
+// encodeLine encodes e as one line ending in '\n', valid UTF-8 whatever
+// the exchange held: invalid bytes become U+FFFD, counted in UTF8Replaced.
+func encodeLine(e Entry) ([]byte, error) {
+	e.UTF8Replaced += validUTF8(&e)
+	// No HTML escaping: requests and responses are kept as received, and
+	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
+	// past what readers accept (MaxLineBytes).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
+		return nil, fmt.Errorf("history: encode entry %s: %w", e.ID, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// validUTF8 replaces each byte of e that is not part of valid UTF-8 with
+// U+FFFD and returns how many it replaced. Raw JSON can hold such bytes
+// only inside strings (anywhere else they are a syntax error), so it stays
+// valid JSON. What e shares with the caller (raw messages, the trace) is
+// copied before it changes, never changed in place.
+func validUTF8(e *Entry) int {
+	n := 0
+	for _, s := range []*string{&e.ID, &e.AgentID, &e.Pod, &e.Format, &e.Model, &e.Status, &e.Error} {
+		n += validString(s)
+	}
+	n += validRaw(&e.Request) + validRaw(&e.Response)
+	copied := false
+	for i := range e.ToolTrace {
+		for j := range e.ToolTrace[i].ToolCalls {
+			tc := e.ToolTrace[i].ToolCalls[j]
+			k := validString(&tc.Name) + validString(&tc.Service) + validRaw(&tc.Arguments) + validRaw(&tc.Result)
+			if k == 0 {
+				continue
+			}
+			if !copied {
+				e.ToolTrace = append([]Round(nil), e.ToolTrace...)
+				copied = true
+			}
+			calls := append([]ToolCall(nil), e.ToolTrace[i].ToolCalls...)
+			calls[j] = tc
+			e.ToolTrace[i].ToolCalls = calls
+			n += k
+		}
+	}
+	return n
+}
+
+func validString(s *string) int {
+	if utf8.ValidString(*s) {
+		return 0
+	}
+	b, n := replaceInvalid([]byte(*s))
+	*s = string(b)
+	return n
+}
+
+func validRaw(m *json.RawMessage) int {
+	if utf8.Valid(*m) {
+		return 0
+	}
+	b, n := replaceInvalid(*m)
+	*m = b
+	return n
+}
+
+// replaceInvalid returns a copy of b with each invalid byte replaced by
+// U+FFFD (as encoding/json does for strings), and the count.
+func replaceInvalid(b []byte) ([]byte, int) {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	n := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+			n++
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out, n
 }
 
 // endTornLine makes the file end with a whole line again after a failed
