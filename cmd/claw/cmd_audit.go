@@ -133,6 +133,13 @@ func auditRun(ctx context.Context, f *Factory, opts *AuditOptions) error {
 		return err
 	}
 	src.HistoryFiles, src.HistoryEntries, src.HistoryMalformed = hst.Files, hst.Entries, hst.Malformed
+	for _, sk := range hst.Skipped {
+		rel, err := filepath.Rel(cp.Dir, sk.Path)
+		if err != nil {
+			rel = sk.Path
+		}
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s)\n", filepath.ToSlash(rel), sk.Count, lineWord(sk.At, sk.Count))
+	}
 	records := auditlog.Merge(events, entries)
 	auditlog.MarkEffects(records, cp.toolReadOnly())
 	rep := auditlog.NewReport(name, src, filter, records)

@@ -83,7 +83,8 @@ func historyRun(_ context.Context, f *Factory, opts *HistoryOptions) error {
 		return err
 	}
 	if st.Malformed > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped\n", path, st.Malformed)
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s); a write cut short by a crash or a full disk leaves one\n",
+			path, st.Malformed, lineWord(st.MalformedAt, st.Malformed))
 	}
 	entries = orderHistory(opts.Agent, entries)
 	entries, err = selectHistory(entries, opts.After, opts.Limit)
@@ -144,4 +145,12 @@ func selectHistory(entries []history.Entry, after string, limit int) ([]history.
 		entries = entries[len(entries)-limit:]
 	}
 	return entries, nil
+}
+
+// lineWord names skipped lines for a warning: "line 7", "lines 3 and 9".
+func lineWord(at []int, total int) string {
+	if total == 1 {
+		return "line " + history.LineList(at, total)
+	}
+	return "lines " + history.LineList(at, total)
 }

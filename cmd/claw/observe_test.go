@@ -403,12 +403,15 @@ func TestHistoryMalformedAndMissingIDs(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.err.String())
 	}
 	got := decodeNDJSON(t, r.out.Bytes())
-	if len(got) != 1 || got[0].ID != "analyst#4" || !strings.Contains(r.err.String(), "2 malformed line(s) skipped") {
+	if len(got) != 1 || got[0].ID != "analyst#4" || !strings.Contains(r.err.String(), "2 malformed line(s) skipped (lines 4 and 6)") {
 		t.Fatalf("entries %+v, stderr %s", got, r.err.String())
 	}
 	r = runClaw(t, "", "audit", "--log", "cllama.log", "--json", "--summary")
 	if rep := decodeAudit(t, r.out.Bytes()); rep.Sources.HistoryMalformed != 2 {
 		t.Fatalf("history malformed %d", rep.Sources.HistoryMalformed)
+	}
+	if want := "warning: .claw-runtime/history/analyst/history.jsonl: 2 malformed line(s) skipped (lines 4 and 6)"; !strings.Contains(r.err.String(), want) {
+		t.Fatalf("audit stderr %q, want %q", r.err.String(), want)
 	}
 }
 

@@ -15,6 +15,16 @@ type HistoryDirStats struct {
 	Files     int
 	Entries   int
 	Malformed int
+	// Skipped says, per file with malformed lines, which lines were
+	// skipped (the first history.MaxReported of them).
+	Skipped []SkippedLines
+}
+
+// SkippedLines are the malformed lines of one history file.
+type SkippedLines struct {
+	Path  string
+	Count int
+	At    []int
 }
 
 // ReadHistoryDir reads every <dir>/<agent-id>/history.jsonl, agents in
@@ -47,6 +57,9 @@ func ReadHistoryDir(dir string) ([]history.Entry, HistoryDirStats, error) {
 		st.Files++
 		st.Entries += len(es)
 		st.Malformed += hs.Malformed
+		if hs.Malformed > 0 {
+			st.Skipped = append(st.Skipped, SkippedLines{Path: path, Count: hs.Malformed, At: hs.MalformedAt})
+		}
 		out = append(out, es...)
 	}
 	return out, st, nil

@@ -32,6 +32,12 @@ type Entry struct {
 	Usage     Usage           `json:"usage"`
 	ToolTrace []Round         `json:"tool_trace,omitempty"`
 	Error     string          `json:"error,omitempty"`
+	// UTF8Replaced counts the bytes of the exchange that were not valid
+	// UTF-8 (in the request or response as received, the tool trace or
+	// any other field) and were written as U+FFFD instead: a history line
+	// is always valid UTF-8, and says when it is not byte for byte what
+	// was exchanged.
+	UTF8Replaced int `json:"utf8_replaced,omitempty"`
 }
 
 // Status values.

@@ -91,7 +91,7 @@ func TestEntriesSkipsMalformed(t *testing.T) {
 		}
 		ids = append(ids, e.ID)
 	}
-	if strings.Join(ids, ",") != "1,2" || st.Malformed != 3 || st.Lines != 5 {
+	if strings.Join(ids, ",") != "1,2" || st.Malformed != 3 || st.Lines != 5 || fmt.Sprint(st.MalformedAt) != "[2 4 6]" {
 		t.Fatalf("ids %v stats %+v", ids, st)
 	}
 }
@@ -100,5 +100,21 @@ func TestReadFileMissing(t *testing.T) {
 	es, _, err := ReadFile(filepath.Join(t.TempDir(), "nope.jsonl"))
 	if err != nil || es != nil {
 		t.Fatal(es, err)
+	}
+}
+
+func TestLineList(t *testing.T) {
+	for _, c := range []struct {
+		at    []int
+		total int
+		want  string
+	}{
+		{[]int{7}, 1, "7"},
+		{[]int{3, 17, 40}, 3, "3, 17 and 40"},
+		{[]int{1, 2}, 12, "1, 2, ... (12 in all)"},
+	} {
+		if got := LineList(c.at, c.total); got != c.want {
+			t.Errorf("LineList(%v, %d) = %q, want %q", c.at, c.total, got, c.want)
+		}
 	}
 }

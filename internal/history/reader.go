@@ -7,6 +7,8 @@ import (
 	"io"
 	"iter"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/clawdapus/clawgo/internal/jsonl"
 )
@@ -20,21 +22,51 @@ const MaxLineBytes = 128 << 20
 type Stats struct {
 	Lines     int // non-empty lines seen
 	Malformed int // lines that were not a JSON entry, or too long
+	// MalformedAt holds the 1-based numbers of the first MaxReported
+	// malformed lines, so a report can point at them.
+	MalformedAt []int
+}
+
+// MaxReported bounds Stats.MalformedAt.
+const MaxReported = 10
+
+func (st *Stats) malformed(line int) {
+	st.Malformed++
+	if len(st.MalformedAt) < MaxReported {
+		st.MalformedAt = append(st.MalformedAt, line)
+	}
+}
+
+// LineList renders line numbers for a warning: "3, 17 and 40", or "3, 17,
+// ... (12 in all)" when only the first were kept.
+func LineList(at []int, total int) string {
+	parts := make([]string, len(at))
+	for i, n := range at {
+		parts[i] = strconv.Itoa(n)
+	}
+	switch {
+	case total > len(at):
+		return strings.Join(parts, ", ") + fmt.Sprintf(", ... (%d in all)", total)
+	case len(parts) > 1:
+		return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	}
+	return strings.Join(parts, "")
 }
 
 // Entries returns an iterator over the entries of r, oldest first. Malformed
 // or over-long lines are counted in stats (when non-nil) and skipped, never
-// fatal: a crash mid-write leaves at most one torn last line. The iterator
+// fatal: a write torn by a crash or a full disk is left as one invalid line
+// of its own (see Writer). The iterator
 // yields a non-nil error only for a read failure, and then stops.
 func Entries(r io.Reader, stats *Stats) iter.Seq2[Entry, error] {
 	if stats == nil {
 		stats = new(Stats)
 	}
 	return func(yield func(Entry, error) bool) {
-		for line, err := range jsonl.Lines(r, MaxLineBytes) {
+		for line, err := range jsonl.Numbered(r, MaxLineBytes) {
 			if errors.Is(err, jsonl.ErrLineTooLong) {
 				stats.Lines++
-				stats.Malformed++
+				stats.malformed(line.Number)
 				continue
 			}
 			if err != nil {
@@ -43,8 +75,8 @@ func Entries(r io.Reader, stats *Stats) iter.Seq2[Entry, error] {
 			}
 			stats.Lines++
 			var e Entry
-			if json.Unmarshal(line, &e) != nil || e.AgentID == "" {
-				stats.Malformed++
+			if json.Unmarshal(line.Text, &e) != nil || e.AgentID == "" {
+				stats.malformed(line.Number)
 			} else if !yield(e, nil) {
 				return
 			}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -16,40 +18,103 @@ import (
 // FileName is the per-agent history file under <dir>/<agent-id>/.
 const FileName = "history.jsonl"
 
-// Writer appends entries to <dir>/<agent-id>/history.jsonl. Each entry is
-// written with one write(2) on a file opened O_APPEND, under a per-agent
-// lock, so lines never interleave or tear even with many concurrent
-// exchanges. Files are created 0600 and directories 0700: history holds
-// prompts and answers. A Writer is safe for concurrent use.
+// Writer appends entries to <dir>/<agent-id>/history.jsonl, one line each.
+// Files are created 0600 and directories 0700: history holds prompts and
+// answers. A Writer is safe for concurrent use; one Writer (one process)
+// owns a history directory.
+//
+// What an acknowledged entry (Append returned nil) survives:
+//
+//   - Concurrent appends: each entry is written whole under a per-agent
+//     lock, so lines never interleave.
+//   - A failed write (ENOSPC, EIO, a failed sync): Append cuts the file
+//     back to where the entry began before it returns the error, so the
+//     next entry starts on a fresh line and no partial line is left. If
+//     even that fails, the next Append first ends the torn line with a
+//     newline (or fails without writing).
+//   - A process crash (kill -9, OOM kill, panic): the write(2) of an
+//     acknowledged entry has completed, so the kernel has it. A write cut
+//     short by the crash leaves at most one partial last line per file,
+//     never acknowledged; the next Writer to open the file ends it with a
+//     newline before appending, so it stays one invalid line that readers
+//     count and skip, and no later entry is lost with it.
+//   - A power loss or kernel crash: with the default sync, Append returns
+//     only after fsync(2), so acknowledged entries are on stable storage.
+//     With WriterOptions.NoSync the last seconds of entries may be lost
+//     (and the tail may be garbage, which the next open terminates as
+//     above); earlier entries are not affected.
 type Writer struct {
-	dir string
+	dir  string
+	sync bool
+	// openFile opens an agent's file for reading and appending; tests
+	// replace it to inject faults.
+	openFile func(path string) (appendFile, error)
 
 	mu    sync.Mutex
 	files map[string]*agentFile
 }
 
-type agentFile struct {
-	mu sync.Mutex
-	f  *os.File
+// WriterOptions configure a Writer. The zero value gives the defaults.
+type WriterOptions struct {
+	// NoSync skips the fsync(2) after each append. Default false: every
+	// acknowledged entry is on stable storage, at the cost of one fsync
+	// per append (see BenchmarkAppend). With NoSync an entry survives a
+	// crash of the process but not of the machine.
+	NoSync bool
 }
 
-// NewWriter returns a Writer rooted at dir. It creates dir (0700) if needed.
-func NewWriter(dir string) (*Writer, error) {
+// appendFile is what a Writer needs of an open history file (*os.File
+// opened O_RDWR|O_APPEND).
+type appendFile interface {
+	io.Writer
+	io.ReaderAt
+	Truncate(size int64) error
+	Sync() error
+	Stat() (os.FileInfo, error)
+	Close() error
+	Name() string
+}
+
+type agentFile struct {
+	mu sync.Mutex
+	f  appendFile
+	// size is where the next entry starts: the file ends with a whole line
+	// (or is empty) at this offset, unless torn is set; -1 when unknown.
+	size int64
+	// torn is set when a failed write could not be cut back: the file may
+	// end in a partial line that must be ended before the next entry.
+	torn bool
+}
+
+// NewWriter returns a Writer rooted at dir with the default options. It
+// creates dir (0700) if needed.
+func NewWriter(dir string) (*Writer, error) { return NewWriterWith(dir, WriterOptions{}) }
+
+// NewWriterWith returns a Writer rooted at dir configured by o. It creates
+// dir (0700) if needed.
+func NewWriterWith(dir string, o WriterOptions) (*Writer, error) {
 	if dir == "" {
 		return nil, errors.New("history: empty directory")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	return &Writer{dir: dir, files: make(map[string]*agentFile)}, nil
+	return &Writer{dir: dir, sync: !o.NoSync, openFile: openAppend, files: make(map[string]*agentFile)}, nil
+}
+
+func openAppend(path string) (appendFile, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
 // Path returns the history file of agentID under dir.
 func Path(dir, agentID string) string { return filepath.Join(dir, agentID, FileName) }
 
 // Append writes e as one line. It fills ID (a fresh random id) and Timestamp
-// (now) when empty. A nil Writer discards entries, so callers need no check
-// when history is disabled.
+// (now) when empty. It returns nil only once the whole line is written (and,
+// unless NoSync, synced); on an error nothing of the entry is left in the
+// file, or at worst a partial line that the next Append ends first. A nil
+// Writer discards entries, so callers need no check when history is
+// disabled.
 func (w *Writer) Append(e Entry) error {
 	if w == nil {
 		return nil
@@ -66,6 +131,41 @@ func (w *Writer) Append(e Entry) error {
 	if e.Status == "" {
 		e.Status = StatusOK
 	}
+	line, err := encodeLine(e)
+	if err != nil {
+		return err
+	}
+	af, err := w.file(e.AgentID)
+	if err != nil {
+		return err
+	}
+	af.mu.Lock()
+	defer af.mu.Unlock()
+	if af.torn {
+		if err := af.endTornLine(); err != nil {
+			return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
+		}
+	}
+	_, err = af.f.Write(line)
+	if err == nil && w.sync {
+		err = af.f.Sync()
+	}
+	if err != nil {
+		// The entry is not acknowledged: remove whatever part of it
+		// reached the file, so the next entry starts on a fresh line.
+		if terr := af.f.Truncate(af.size); terr != nil {
+			af.torn = true
+		}
+		return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
+	}
+	af.size += int64(len(line))
+	return nil
+}
+
+// encodeLine encodes e as one line ending in '\n', valid UTF-8 whatever
+// the exchange held: invalid bytes become U+FFFD, counted in UTF8Replaced.
+func encodeLine(e Entry) ([]byte, error) {
+	e.UTF8Replaced += validUTF8(&e)
 	// No HTML escaping: requests and responses are kept as received, and
 	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
 	// past what readers accept (MaxLineBytes).
@@ -73,22 +173,123 @@ func (w *Writer) Append(e Entry) error {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
-		return fmt.Errorf("history: encode entry %s: %w", e.ID, err)
+		return nil, fmt.Errorf("history: encode entry %s: %w", e.ID, err)
 	}
-	line := buf.Bytes()
-	af, err := w.file(e.AgentID)
+	return buf.Bytes(), nil
+}
+
+// validUTF8 replaces each byte of e that is not part of valid UTF-8 with
+// U+FFFD and returns how many it replaced. Raw JSON can hold such bytes
+// only inside strings (anywhere else they are a syntax error), so it stays
+// valid JSON. What e shares with the caller (raw messages, the trace) is
+// copied before it changes, never changed in place.
+func validUTF8(e *Entry) int {
+	n := 0
+	for _, s := range []*string{&e.ID, &e.AgentID, &e.Pod, &e.Format, &e.Model, &e.Status, &e.Error} {
+		n += validString(s)
+	}
+	n += validRaw(&e.Request) + validRaw(&e.Response)
+	copied := false
+	for i := range e.ToolTrace {
+		for j := range e.ToolTrace[i].ToolCalls {
+			tc := e.ToolTrace[i].ToolCalls[j]
+			k := validString(&tc.Name) + validString(&tc.Service) + validRaw(&tc.Arguments) + validRaw(&tc.Result)
+			if k == 0 {
+				continue
+			}
+			if !copied {
+				e.ToolTrace = append([]Round(nil), e.ToolTrace...)
+				copied = true
+			}
+			calls := append([]ToolCall(nil), e.ToolTrace[i].ToolCalls...)
+			calls[j] = tc
+			e.ToolTrace[i].ToolCalls = calls
+			n += k
+		}
+	}
+	return n
+}
+
+func validString(s *string) int {
+	if utf8.ValidString(*s) {
+		return 0
+	}
+	b, n := replaceInvalid([]byte(*s))
+	*s = string(b)
+	return n
+}
+
+func validRaw(m *json.RawMessage) int {
+	if utf8.Valid(*m) {
+		return 0
+	}
+	b, n := replaceInvalid(*m)
+	*m = b
+	return n
+}
+
+// replaceInvalid returns a copy of b with each invalid byte replaced by
+// U+FFFD (as encoding/json does for strings), and the count.
+func replaceInvalid(b []byte) ([]byte, int) {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	n := 0
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+			n++
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out, n
+}
+
+// endTornLine makes the file end with a whole line again after a failed
+// write that could not be cut back: first by cutting it back again, else
+// by ending the partial line with a newline (it then stays one invalid
+// line that readers skip and count). af.mu is held.
+func (af *agentFile) endTornLine() error {
+	if af.size >= 0 && af.f.Truncate(af.size) == nil {
+		af.torn = false
+		return nil
+	}
+	size, err := terminate(af.f)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot end a torn line: %w", err)
 	}
-	af.mu.Lock()
-	defer af.mu.Unlock()
-	if _, err := af.f.Write(line); err != nil {
-		return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
-	}
+	af.size, af.torn = size, false
 	return nil
 }
 
-// file returns the open history file of an agent, opening it once.
+// terminate ends f with a newline unless it is empty or already ends with
+// one, and returns its size.
+func terminate(f appendFile) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return 0, err
+	}
+	return size + 1, nil
+}
+
+// file returns the open history file of an agent, opening it once. A file
+// left with a partial last line (a crash mid-write) is ended with a newline
+// first, so the next entry starts on a line of its own.
 func (w *Writer) file(agentID string) (*agentFile, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -99,13 +300,41 @@ func (w *Writer) file(agentID string) (*agentFile, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := w.openFile(filepath.Join(dir, FileName))
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	af := &agentFile{f: f}
+	if af.size, err = terminate(f); err != nil {
+		// Retried before the first entry is written.
+		af.size, af.torn = -1, true
+	}
+	if w.sync {
+		// A new file (and a new agent directory) must survive a power
+		// loss too: sync the directories that name them.
+		if err := syncDirs(dir, w.dir); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("history: %w", err)
+		}
+	}
 	w.files[agentID] = af
 	return af, nil
+}
+
+// syncDirs fsyncs each directory.
+func syncDirs(dirs ...string) error {
+	for _, d := range dirs {
+		f, err := os.Open(d)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes every open file. Appends after Close reopen files.

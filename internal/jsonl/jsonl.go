@@ -24,9 +24,32 @@ var ErrLineTooLong = errors.New("line too long")
 // is a read failure, yielded last.
 func Lines(r io.Reader, max int) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
+		for l, err := range Numbered(r, max) {
+			if !yield(l.Text, err) {
+				return
+			}
+		}
+	}
+}
+
+// Line is one line of a log.
+type Line struct {
+	// Number is the line's 1-based position in the input, blank lines
+	// counted, so a reader can point at a line it skipped.
+	Number int
+	// Text is the line, surrounding white space trimmed; nil with
+	// ErrLineTooLong.
+	Text []byte
+}
+
+// Numbered is Lines with each line's number. With ErrLineTooLong the Line
+// carries the number of the line skipped; with a read failure, zero.
+func Numbered(r io.Reader, max int) iter.Seq2[Line, error] {
+	return func(yield func(Line, error) bool) {
 		br := bufio.NewReaderSize(r, 64<<10)
 		var long []byte
 		tooLong := false
+		n := 0
 		for {
 			chunk, err := br.ReadSlice('\n')
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -39,18 +62,22 @@ func Lines(r io.Reader, max int) iter.Seq2[[]byte, error] {
 				continue
 			}
 			if err != nil && err != io.EOF {
-				yield(nil, err)
+				yield(Line{}, err)
 				return
 			}
 			line := chunk
 			if long != nil {
 				line = append(long, chunk...)
 			}
+			if err == io.EOF && len(line) == 0 && !tooLong {
+				return // the input ended with a newline
+			}
+			n++
 			if tooLong || len(line) > max {
-				if !yield(nil, ErrLineTooLong) {
+				if !yield(Line{Number: n}, ErrLineTooLong) {
 					return
 				}
-			} else if line = bytes.TrimSpace(line); len(line) > 0 && !yield(line, nil) {
+			} else if line = bytes.TrimSpace(line); len(line) > 0 && !yield(Line{Number: n, Text: line}, nil) {
 				return
 			}
 			long, tooLong = nil, false

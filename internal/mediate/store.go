@@ -17,6 +17,15 @@ import (
 // count (least recently used go first) and by age, and, when given a
 // directory, writes each entry to its own file (0600) so continuity
 // survives a proxy restart. It is safe for concurrent use.
+//
+// On disk an entry is whole or absent, never torn: it is written to a
+// temporary file that is renamed over the entry's file only once complete.
+// A crash (or a full disk) mid-write leaves the previous version and at
+// most a temporary file, which the next OpenStore removes; a file that
+// does not decode (a power loss before the data reached the disk) is
+// removed on load rather than used. Entries are not synced: a power loss
+// may lose the latest ones, which only costs the model a repeat of the
+// hidden tool calls they recorded.
 type Store struct {
 	dir    string
 	max    int
@@ -52,7 +61,12 @@ type StoreOptions struct {
 	Now func() time.Time
 }
 
-const entrySuffix = ".json"
+const (
+	entrySuffix = ".json"
+	// tempPrefix names an entry being written; one left behind is from a
+	// write a crash or a full disk interrupted.
+	tempPrefix = ".tmp-"
+)
 
 // OpenStore opens (and loads) a store.
 func OpenStore(o StoreOptions) (*Store, error) {
@@ -75,7 +89,9 @@ func OpenStore(o StoreOptions) (*Store, error) {
 	return s, s.load()
 }
 
-// load reads every entry file, newest last, dropping expired and excess ones.
+// load reads every entry file, newest last, dropping expired and excess
+// ones, and removes temporary files left by interrupted writes (the store
+// is opened once, before any Put of this process).
 func (s *Store) load() error {
 	des, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -84,6 +100,10 @@ func (s *Store) load() error {
 	var loaded []*storeEntry
 	for _, de := range des {
 		name := de.Name()
+		if !de.IsDir() && strings.HasPrefix(name, tempPrefix) {
+			_ = os.Remove(filepath.Join(s.dir, name))
+			continue
+		}
 		if de.IsDir() || !strings.HasSuffix(name, entrySuffix) {
 			continue
 		}
@@ -163,7 +183,7 @@ func (s *Store) write(key string, f storeFile) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
+	tmp, err := os.CreateTemp(s.dir, tempPrefix+"*")
 	if err != nil {
 		return err
 	}

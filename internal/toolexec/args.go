@@ -51,11 +51,34 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 
 // forceClawID sets claw_id to the agent id whenever the schema declares it
 // or the model supplied it, so the model can never choose whose identity a
-// call carries.
+// call carries. Any other spelling of it the model wrote (CLAW_ID, clawId,
+// claw-id) is removed: services that bind parameters case-insensitively,
+// or by camel case, would read it as the identity.
 func forceClawID(args map[string]any, agentID string, declared bool) {
+	for k := range args {
+		if k != clawIDParam && spellsClawID(k) {
+			delete(args, k)
+		}
+	}
 	if _, present := args[clawIDParam]; present || declared {
 		args[clawIDParam] = agentID
 	}
+}
+
+// spellsClawID reports whether name is claw_id up to case and separators
+// ('_', '-', '.', ' '): "claw_id", "CLAW_ID", "ClawId", "claw-id", "clawid".
+func spellsClawID(name string) bool {
+	if len(name) < len("clawid") || len(name) > 4*len(clawIDParam) {
+		return false
+	}
+	letters := strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '-', '.', ' ':
+			return -1
+		}
+		return r
+	}, name)
+	return strings.EqualFold(letters, "clawid")
 }
 
 // pathTemplate is a parsed execution path: its '/'-separated segments,
@@ -132,8 +155,8 @@ func (t pathTemplate) params() []string {
 // fill renders the path. Each placeholder value is escaped to stay inside
 // its segment: '/', '?', '#' and '%' are escaped, so a value can never add a
 // segment, a query or a fragment, and a segment built from values may not
-// come out as "." or "..". Empty values are refused. {claw_id} is always
-// agentID. Arguments consumed here are removed from args so they are not
+// come out as "." or "..". Empty values are refused. {claw_id} (in any
+// spelling spellsClawID accepts) is always agentID. Arguments consumed here are removed from args so they are not
 // sent again in the query or body.
 func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) {
 	var b strings.Builder
@@ -151,7 +174,7 @@ func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) 
 			}
 			names = append(names, p.param)
 			var val string
-			if p.param == clawIDParam {
+			if spellsClawID(p.param) {
 				val = agentID
 				if val == "" {
 					return "", argErrorf("no authenticated agent id for {claw_id}")

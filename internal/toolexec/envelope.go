@@ -18,11 +18,15 @@ import (
 type Envelope struct {
 	OK   bool            `json:"ok"`
 	Data json.RawMessage `json:"data,omitempty"`
-	// Truncated and OriginalBytes are set when Data was cut to the policy's
-	// max_tool_result_bytes; OriginalBytes is the true size.
-	Truncated     bool   `json:"truncated,omitempty"`
-	OriginalBytes int    `json:"original_bytes,omitempty"`
-	Error         *Error `json:"error,omitempty"`
+	// Truncated is set when Data was cut to the policy's
+	// max_tool_result_bytes. Then OriginalBytes is the true size, or, when
+	// cllama stopped reading an over-long answer before its end (and no
+	// Content-Length declared it), OriginalBytesAtLeast is the bytes it
+	// counted: one of the two is set, never a size that was not measured.
+	Truncated            bool   `json:"truncated,omitempty"`
+	OriginalBytes        int    `json:"original_bytes,omitempty"`
+	OriginalBytesAtLeast int    `json:"original_bytes_at_least,omitempty"`
+	Error                *Error `json:"error,omitempty"`
 }
 
 // Error is a failed call's reason.

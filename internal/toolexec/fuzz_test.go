@@ -3,6 +3,7 @@ package toolexec
 import (
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -27,6 +28,7 @@ func FuzzPrepareHTTP(f *testing.F) {
 		`{"id":"../x"}`, `{"id":"a/b?c"}`, `{"id":"%2F"}`, `{"a":".","b":"."}`,
 		`{"a":"..","b":"x","claw_id":"evil"}`, `{"id":"x#y","q":[1,{"z":null}]}`,
 		`null`, ``, `[1]`, `{"id":"\u0000\n"}`, `{"claw_id":"../../admin"}`,
+		`{"CLAW_ID":"evil","clawId":"evil","claw-id":"evil"}`,
 	} {
 		for i := range fuzzTemplates {
 			f.Add([]byte(s), uint8(i), i%2 == 0)
@@ -83,16 +85,20 @@ func FuzzPrepareHTTP(f *testing.F) {
 		if tmplQuery != "" && q.Get("format") != "raw" {
 			t.Fatalf("template query lost: %q", u.RawQuery)
 		}
-		if v, ok := q["claw_id"]; ok && (len(v) != 1 || v[0] != agent) {
-			t.Fatalf("query claw_id = %v", v)
+		for k, v := range q {
+			if spellsClawID(k) && (k != "claw_id" || len(v) != 1 || v[0] != agent) {
+				t.Fatalf("query %s = %v", k, v)
+			}
 		}
 		if req.body != nil {
 			var body map[string]any
 			if err := json.Unmarshal(req.body, &body); err != nil {
 				t.Fatalf("body is not a JSON object: %q", req.body)
 			}
-			if v, ok := body["claw_id"]; ok && v != agent {
-				t.Fatalf("body claw_id = %v", v)
+			for k, v := range body {
+				if spellsClawID(k) && (k != "claw_id" || v != agent) {
+					t.Fatalf("body %s = %v", k, v)
+				}
 			}
 		}
 	})
@@ -100,16 +106,20 @@ func FuzzPrepareHTTP(f *testing.F) {
 
 // FuzzBound checks the truncation invariants: the data is valid JSON, a
 // truncated envelope stays within the bound, cuts fall on rune boundaries,
-// and a truncated string is a prefix of the source.
+// a truncated string is a prefix of the source, and a result cut at the
+// read bound reports its size as measured: original_bytes when exact,
+// original_bytes_at_least otherwise, never both.
 func FuzzBound(f *testing.F) {
-	f.Add("hello", 10, true)
-	f.Add(`{"a":"<b>"}`, 5, false)
-	f.Add("\"\\\u2028\x01é😀\xff", 40, true)
-	f.Fuzz(func(t *testing.T, s string, maxBytes int, text bool) {
-		if maxBytes < 1 || maxBytes > 1<<16 {
+	f.Add("hello", 10, true, 0, false)
+	f.Add(`{"a":"<b>"}`, 5, false, 0, false)
+	f.Add("\"\\\u2028\x01é😀\xff", 40, true, 0, false)
+	f.Add("abcdef", 200, true, 1<<40, true)
+	f.Add("abcdef", 90, true, 123456789, false)
+	f.Fuzz(func(t *testing.T, s string, maxBytes int, text bool, fullSize int, atLeast bool) {
+		if maxBytes < 1 || maxBytes > 1<<16 || fullSize < 0 {
 			return
 		}
-		r := result{text: s, isText: true}
+		r := result{text: s, isText: true, cut: fullSize > 0, fullSize: fullSize, sizeAtLeast: atLeast}
 		if !text {
 			canon, ok := canonicalJSON([]byte(s))
 			if !ok {
@@ -118,6 +128,12 @@ func FuzzBound(f *testing.F) {
 			r = result{json: canon}
 		}
 		env := bound(r, maxBytes)
+		if env.OriginalBytes > 0 && env.OriginalBytesAtLeast > 0 {
+			t.Fatalf("both original_bytes and original_bytes_at_least: %+v", env)
+		}
+		if r.cut && (!env.Truncated || (env.OriginalBytesAtLeast > 0) != (atLeast && fullSize > encodedLen(s))) {
+			t.Fatalf("cut result of %d bytes (at least: %v) became %+v", fullSize, atLeast, env)
+		}
 		if !json.Valid(env.Data) {
 			t.Fatalf("data %q is not JSON", env.Data)
 		}
@@ -125,7 +141,14 @@ func FuzzBound(f *testing.F) {
 			return
 		}
 		whole, _ := json.Marshal(env)
-		if maxBytes >= envelopeOverhead+minDataBudget && len(whole) > maxBytes {
+		floor := envelopeOverhead + minDataBudget // below it the data keeps minDataBudget
+		if env.OriginalBytesAtLeast > 0 {
+			floor += atLeastOverhead
+		}
+		if n := len(strconv.Itoa(env.OriginalBytes + env.OriginalBytesAtLeast)); n > 12 {
+			floor += n - 12
+		}
+		if maxBytes >= floor && len(whole) > maxBytes {
 			t.Fatalf("envelope %d bytes over bound %d", len(whole), maxBytes)
 		}
 		var got string

@@ -3,20 +3,31 @@ package toolexec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
-// drainFactor bounds how far past MaxResponseBytes a too-long body is read
-// (and discarded) to learn its true size for original_bytes.
-const drainFactor = 16
+// A body longer than MaxResponseBytes is read on and discarded, to learn
+// its true size for original_bytes, up to drainFactor times that bound and
+// for at most drainTimeout. When the drain stops short of the end, the
+// envelope says original_bytes_at_least instead: it never states a size
+// it did not count (or that Content-Length did not declare).
+const (
+	drainFactor  = 16
+	drainTimeout = 2 * time.Second
+)
+
+// errDrainStopped cancels a drain that ran out of time.
+var errDrainStopped = errors.New("drain stopped at its time bound")
 
 // httpRequest is a call rendered once, before any attempt: retries resend
 // exactly these bytes.
@@ -74,7 +85,10 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	// reqCtx lets a drain of an over-long body be stopped on its own.
+	reqCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	req, err := http.NewRequestWithContext(reqCtx, r.method, r.url, body)
 	if err != nil {
 		return result{}, &failure{code: CodeMisconfigured, message: fmt.Sprintf("tool %s cannot build its request", c.Tool.Name)}
 	}
@@ -112,7 +126,7 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 		return result{}, &failure{code: CodeUnavailable, message: fmt.Sprintf("service %s broke off its answer: %s", svc, netReason(err)), transient: true}
 	}
 	if int64(len(data)) > limit {
-		// Too long to hold: keep the first bytes, learn the true size by
+		// Too long to hold: keep the first bytes, learn the size by
 		// reading on (bounded), and report it truncated.
 		read := int64(len(data))
 		data = data[:limit]
@@ -125,14 +139,34 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 				break
 			}
 		}
-		rest, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, limit*drainFactor))
-		size := read + rest
-		if resp.ContentLength > size {
-			size = resp.ContentLength
-		}
-		return result{text: string(data), isText: true, cut: true, fullSize: int(size)}, nil
+		size, exact := drain(reqCtx, stop, resp.Body, read, resp.ContentLength, limit*drainFactor)
+		return result{text: string(data), isText: true, cut: true, fullSize: int(size), sizeAtLeast: !exact}, nil
 	}
 	return decodeAnswer(data, resp.Header.Get("Content-Type")), nil
+}
+
+// drain reads the rest of a body whose first read bytes were read, and
+// returns the body's size: exact when the drain reached the end, or when
+// the body declared its length (Content-Length, declared >= 0) and the
+// drain was stopped by its own bounds; otherwise the bytes counted, as a
+// lower bound. It reads at most maxBytes more, for at most drainTimeout
+// (stopping the request's context when time runs out).
+func drain(ctx context.Context, stop context.CancelCauseFunc, body io.Reader, read, declared, maxBytes int64) (size int64, exact bool) {
+	if declared >= 0 && declared-read > maxBytes {
+		// Declared too long to drain: the framing is the size.
+		return declared, true
+	}
+	t := time.AfterFunc(drainTimeout, func() { stop(errDrainStopped) })
+	defer t.Stop()
+	rest, err := io.Copy(io.Discard, io.LimitReader(body, maxBytes+1))
+	size = read + rest
+	switch {
+	case err == nil && rest <= maxBytes:
+		return size, true // the end of the body
+	case declared >= size && (err == nil || errors.Is(context.Cause(ctx), errDrainStopped)):
+		return declared, true // stopped by our bounds, not by the service
+	}
+	return size, false
 }
 
 // decodeAnswer turns a complete 2xx body into a result: JSON stays JSON

@@ -10,8 +10,12 @@ import (
 // envelopeOverhead is what a truncated envelope adds around its data:
 // {"ok":true,"data":,"truncated":true,"original_bytes":NNNNNNNNNNNN}.
 // Data is cut to the bound minus this, so the whole envelope, marshalled,
-// stays within max_tool_result_bytes.
-const envelopeOverhead = len(`{"ok":true,"data":,"truncated":true,"original_bytes":}`) + 12
+// stays within max_tool_result_bytes. A size that is only a lower bound
+// is named original_bytes_at_least, atLeastOverhead bytes longer.
+const (
+	envelopeOverhead = len(`{"ok":true,"data":,"truncated":true,"original_bytes":}`) + 12
+	atLeastOverhead  = len(`_at_least`)
+)
 
 // minDataBudget keeps a useful prefix even under absurdly small bounds.
 const minDataBudget = 32
@@ -135,23 +139,27 @@ type result struct {
 	// isText selects text over json.
 	isText bool
 	// cut reports that the service's answer was longer than what was read;
-	// fullSize is then its true size when known.
-	cut      bool
-	fullSize int
+	// fullSize is then its size: exact, or a lower bound when sizeAtLeast
+	// (the rest was not all counted).
+	cut         bool
+	fullSize    int
+	sizeAtLeast bool
 }
 
 // bound turns a result into a success envelope. Data whose serialized size
 // exceeds maxBytes becomes a JSON string holding the first bytes of the
 // text (or of the JSON's serialization), cut on a rune boundary so that the
 // whole truncated envelope, marshalled, stays within maxBytes; truncated is
-// set and original_bytes is the true size (spec 000 "Budgets").
+// set and original_bytes is the true size (spec 000 "Budgets"), or, when
+// the size was not all counted, original_bytes_at_least a lower bound.
 func bound(r result, maxBytes int) Envelope {
 	size := len(r.json)
 	if r.isText {
 		size = encodedLen(r.text)
 	}
+	atLeast := false
 	if r.cut && r.fullSize > size {
-		size = r.fullSize
+		size, atLeast = r.fullSize, r.sizeAtLeast
 	}
 	if !r.cut && (maxBytes <= 0 || size <= maxBytes) {
 		if r.isText {
@@ -160,6 +168,9 @@ func bound(r result, maxBytes int) Envelope {
 		return Envelope{OK: true, Data: r.json}
 	}
 	budget := maxBytes - envelopeOverhead - (len(strconv.Itoa(size)) - 12)
+	if atLeast {
+		budget -= atLeastOverhead
+	}
 	if budget < minDataBudget {
 		budget = minDataBudget
 	}
@@ -170,6 +181,9 @@ func bound(r result, maxBytes int) Envelope {
 		src = string(r.json[:min(len(r.json), budget)])
 	}
 	data, _ := appendJSONString(make([]byte, 0, budget), src, budget)
+	if atLeast {
+		return Envelope{OK: true, Data: data, Truncated: true, OriginalBytesAtLeast: size}
+	}
 	return Envelope{OK: true, Data: data, Truncated: true, OriginalBytes: size}
 }
 

@@ -1,0 +1,387 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// The tests in this file inject the faults a history file meets in
+// production: a process killed mid-write, a full disk, a failing sync.
+// Their common check is the Writer's promise: every acknowledged entry
+// (Append returned nil) reads back whole, and a failed or torn write never
+// takes a later entry with it.
+
+// crashPad is the deterministic request of an entry, so a reader can tell
+// an intact entry from a corrupted one. Sizes vary from 48 KiB to about
+// 1 MiB: large enough that a kill often lands inside a write.
+func crashPad(id string) json.RawMessage {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	n := 48<<10 + int(h.Sum32()%(1<<20))
+	unit := id + "|"
+	return json.RawMessage(strconv.Quote(strings.Repeat(unit, n/len(unit)+1)))
+}
+
+var crashAgents = []string{"alice", "bob"}
+
+const (
+	crashHelperDir = "HISTORY_CRASH_HELPER_DIR"
+	crashHelperGen = "HISTORY_CRASH_HELPER_GEN"
+)
+
+// TestCrashHelper is not a test: TestKill9UnderLoad runs the test binary
+// again with this test selected, as the process it kills. It appends
+// entries from four goroutines to two agents' files until it is killed,
+// printing "ACK <id>" once each Append has returned nil.
+func TestCrashHelper(t *testing.T) {
+	dir := os.Getenv(crashHelperDir)
+	if dir == "" {
+		t.Skip("helper process for TestKill9UnderLoad")
+	}
+	gen, _ := strconv.Atoi(os.Getenv(crashHelperGen))
+	w, err := NewWriterWith(dir, WriterOptions{NoSync: gen%2 == 1})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var wg sync.WaitGroup
+	for worker := range 4 {
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				id := fmt.Sprintf("g%d-w%d-%d", gen, worker, k)
+				e := Entry{ID: id, AgentID: crashAgents[(worker+k)%len(crashAgents)], Format: "openai", Model: "p/m", StatusCode: 200, Request: crashPad(id)}
+				if err := w.Append(e); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				fmt.Fprintf(os.Stdout, "ACK %s\n", id) // one write(2): whole lines on the pipe
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A process killed with SIGKILL while appending large entries from many
+// goroutines, restarted and killed again and again, must not lose or
+// corrupt any entry it acknowledged, and leaves at most one invalid line
+// per file per kill (the write the kill cut short).
+func TestKill9UnderLoad(t *testing.T) {
+	if os.Getenv(crashHelperDir) != "" {
+		t.Skip("in the helper process")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip("cannot find the test binary to re-run:", err)
+	}
+	kills := 16
+	if testing.Short() {
+		kills = 4
+	}
+	dir := t.TempDir()
+	acked := map[string]bool{}
+	for gen := range kills {
+		cmd := exec.Command(exe, "-test.run=^TestCrashHelper$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashHelperDir+"="+dir, crashHelperGen+"="+strconv.Itoa(gen))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Kill after a varying number of acknowledgements, while the
+		// other goroutines are in the middle of their writes.
+		killAt := 2 + gen%7
+		sc := bufio.NewScanner(out)
+		n := 0
+		for sc.Scan() {
+			id, ok := strings.CutPrefix(sc.Text(), "ACK ")
+			if !ok {
+				continue
+			}
+			acked[id] = true
+			if n++; n == killAt {
+				if err := cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		werr := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("run %d: helper ended with %v before it was killed (%d acks): %s", gen, werr, n, stderr.String())
+		}
+	}
+
+	torn := 0
+	found := 0
+	for _, agent := range crashAgents {
+		entries, st, err := ReadFile(Path(dir, agent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Malformed > kills {
+			t.Errorf("%s: %d invalid lines after %d kills; a kill may tear at most one", agent, st.Malformed, kills)
+		}
+		torn += st.Malformed
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if seen[e.ID] {
+				t.Errorf("%s: entry %s twice", agent, e.ID)
+			}
+			seen[e.ID] = true
+			if !acked[e.ID] {
+				continue // written whole, killed before it was acknowledged
+			}
+			found++
+			if string(e.Request) != string(crashPad(e.ID)) {
+				t.Errorf("%s: acknowledged entry %s read back corrupted (%d bytes)", agent, e.ID, len(e.Request))
+			}
+		}
+	}
+	if found != len(acked) {
+		t.Fatalf("%d of %d acknowledged entries read back; a torn line took the others with it", found, len(acked))
+	}
+	t.Logf("%d kills, %d acknowledged entries intact, %d torn line(s) skipped by readers", kills, len(acked), torn)
+}
+
+// A file that already ends in a partial line (the previous process died
+// mid-write) gets its tail ended before the first new entry.
+func TestAppendAfterTornTail(t *testing.T) {
+	dir := t.TempDir()
+	path := Path(dir, "alice")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := json.Marshal(Entry{ID: "1", AgentID: "alice", Request: json.RawMessage(`{}`)})
+	torn := `{"id":"2","agent_id":"alice","request":{"messages":[{"role":"us`
+	if err := os.WriteFile(path, []byte(string(first)+"\n"+torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Append(Entry{ID: "3", AgentID: "alice", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	entries, st, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[1].ID != "3" || st.Malformed != 1 {
+		t.Fatalf("read %d entries (%v), %d malformed; want 1 and 3, and the torn line counted", len(entries), ids(entries), st.Malformed)
+	}
+}
+
+func ids(es []Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+// faultFile is a history file on a simulated small disk: writes past
+// capacity are cut short with ENOSPC, as write(2) does on a full
+// filesystem. Truncate and Sync can be made to fail.
+type faultFile struct {
+	*os.File
+	capacity     *int64
+	failTruncate error
+	failSync     error
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	fi, err := f.File.Stat()
+	if err != nil {
+		return 0, err
+	}
+	room := *f.capacity - fi.Size()
+	if room >= int64(len(p)) {
+		return f.File.Write(p)
+	}
+	n, _ := f.File.Write(p[:max(room, 0)])
+	return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+}
+
+func (f *faultFile) Truncate(size int64) error {
+	if f.failTruncate != nil {
+		return f.failTruncate
+	}
+	return f.File.Truncate(size)
+}
+
+func (f *faultFile) Sync() error {
+	if f.failSync != nil {
+		return f.failSync
+	}
+	return f.File.Sync()
+}
+
+// faultWriter returns a Writer whose files are faultFiles sharing one
+// capacity.
+func faultWriter(t *testing.T, capacity *int64) (*Writer, *faultFile) {
+	t.Helper()
+	w, err := NewWriter(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	ff := &faultFile{capacity: capacity}
+	w.openFile = func(path string) (appendFile, error) {
+		f, err := openAppend(path)
+		if err != nil {
+			return nil, err
+		}
+		ff.File = f.(*os.File)
+		return ff, nil
+	}
+	return w, ff
+}
+
+// readBack checks that the acknowledged entries, and only whole entries,
+// are in the file, and returns the number of invalid lines.
+func readBack(t *testing.T, w *Writer, acked []string) int {
+	t.Helper()
+	entries, st, err := ReadFile(Path(w.dir, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, e := range entries {
+		if string(e.Request) != string(crashPad(e.ID)) {
+			t.Errorf("entry %s read back corrupted", e.ID)
+		}
+		got[e.ID] = true
+	}
+	for _, id := range acked {
+		if !got[id] {
+			t.Errorf("acknowledged entry %s lost (read %v, %d invalid lines)", id, ids(entries), st.Malformed)
+		}
+	}
+	return st.Malformed
+}
+
+// A full disk fails the entry that does not fit, leaves no partial line,
+// and the entries after it (once there is room again) read back whole.
+func TestAppendENOSPCInjected(t *testing.T) {
+	capacity := int64(3 << 20)
+	w, _ := faultWriter(t, &capacity)
+	var acked []string
+	failed := 0
+	for i := range 12 {
+		id := fmt.Sprintf("e%d", i)
+		err := w.Append(Entry{ID: id, AgentID: "alice", Request: crashPad(id)})
+		switch {
+		case err == nil:
+			acked = append(acked, id)
+		case errors.Is(err, syscall.ENOSPC):
+			failed++
+		default:
+			t.Fatal(err)
+		}
+		if i == 8 {
+			capacity = 64 << 20 // space freed
+		}
+	}
+	if failed == 0 {
+		t.Fatal("the simulated disk never filled")
+	}
+	if bad := readBack(t, w, acked); bad != 0 {
+		t.Errorf("%d invalid line(s) left by failed writes; want none", bad)
+	}
+}
+
+// When the partial write cannot be cut back either, the next Append ends
+// the torn line first: one invalid line, and no entry lost with it.
+func TestAppendTornTailAfterFailedTruncate(t *testing.T) {
+	capacity := int64(200 << 10)
+	w, ff := faultWriter(t, &capacity)
+	ok := func(id string) {
+		t.Helper()
+		if err := w.Append(Entry{ID: id, AgentID: "alice", Request: crashPad(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; ; i++ { // fill until a write is cut short
+		id := fmt.Sprintf("fill%d", i)
+		ff.failTruncate = syscall.EIO
+		if err := w.Append(Entry{ID: id, AgentID: "alice", Request: crashPad(id)}); err != nil {
+			break
+		}
+	}
+	capacity = 64 << 20
+	ok("after")
+	ff.failTruncate = nil
+	entries, st, err := ReadFile(Path(w.dir, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Malformed != 1 || len(entries) == 0 || entries[len(entries)-1].ID != "after" {
+		t.Fatalf("entries %v, %d invalid lines; want the torn line counted and \"after\" intact", ids(entries), st.Malformed)
+	}
+	readBack(t, w, []string{"after"})
+}
+
+// A failed sync means the entry may not be on disk: it is not
+// acknowledged and it is removed, so the file holds only acknowledged
+// entries.
+func TestAppendSyncFailure(t *testing.T) {
+	capacity := int64(64 << 20)
+	w, ff := faultWriter(t, &capacity)
+	if err := w.Append(Entry{ID: "a", AgentID: "alice", Request: crashPad("a")}); err != nil {
+		t.Fatal(err)
+	}
+	ff.failSync = syscall.EIO
+	if err := w.Append(Entry{ID: "b", AgentID: "alice", Request: crashPad("b")}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append with a failing sync: %v", err)
+	}
+	ff.failSync = nil
+	if err := w.Append(Entry{ID: "c", AgentID: "alice", Request: crashPad("c")}); err != nil {
+		t.Fatal(err)
+	}
+	entries, st, _ := ReadFile(Path(w.dir, "alice"))
+	if strings.Join(ids(entries), ",") != "a,c" || st.Malformed != 0 {
+		t.Fatalf("entries %v, %d invalid; want a,c", ids(entries), st.Malformed)
+	}
+}
+
+// BenchmarkAppend measures what the default fsync costs per entry.
+func BenchmarkAppend(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		o    WriterOptions
+	}{{"sync", WriterOptions{}}, {"nosync", WriterOptions{NoSync: true}}} {
+		for _, size := range []int{1 << 10, 64 << 10} {
+			b.Run(fmt.Sprintf("%s/%dKiB", mode.name, size>>10), func(b *testing.B) {
+				w, err := NewWriterWith(b.TempDir(), mode.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer w.Close()
+				req := json.RawMessage(strconv.Quote(strings.Repeat("x", size)))
+				b.SetBytes(int64(size))
+				for i := 0; b.Loop(); i++ {
+					if err := w.Append(Entry{ID: strconv.Itoa(i), AgentID: "alice", Request: req}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package mediate
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fault injection for the continuity store's files: a process killed
+// while writing entries, restarted again and again, never leaves an
+// entry that loads torn, loses no entry whose Put returned nil, and
+// leaves no temporary files behind once the store is reopened.
+
+const (
+	storeHelperDir = "STORE_CRASH_HELPER_DIR"
+	storeHelperGen = "STORE_CRASH_HELPER_GEN"
+)
+
+// storeMessages is the deterministic content of an entry: large, so a
+// kill often lands inside a write.
+func storeMessages(key string) []json.RawMessage {
+	n := 256<<10 + len(key)*8192
+	return []json.RawMessage{json.RawMessage(strconv.Quote(strings.Repeat(key+"|", n/(len(key)+1))))}
+}
+
+// TestStoreCrashHelper is not a test: TestStoreKill9UnderLoad runs the test
+// binary again with it selected, as the process it kills.
+func TestStoreCrashHelper(t *testing.T) {
+	dir := os.Getenv(storeHelperDir)
+	if dir == "" {
+		t.Skip("helper process for TestStoreKill9UnderLoad")
+	}
+	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var wg sync.WaitGroup
+	for worker := range 4 {
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				key := fmt.Sprintf("g%s-w%d-%d", os.Getenv(storeHelperGen), worker, k)
+				if err := s.Put(key, storeMessages(key)); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				fmt.Fprintf(os.Stdout, "ACK %s\n", key)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestStoreKill9UnderLoad(t *testing.T) {
+	if os.Getenv(storeHelperDir) != "" {
+		t.Skip("in the helper process")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip("cannot find the test binary to re-run:", err)
+	}
+	kills := 12
+	if testing.Short() {
+		kills = 3
+	}
+	dir := t.TempDir()
+	var acked []string
+	for gen := range kills {
+		cmd := exec.Command(exe, "-test.run=^TestStoreCrashHelper$", "-test.count=1")
+		cmd.Env = append(os.Environ(), storeHelperDir+"="+dir, storeHelperGen+"="+strconv.Itoa(gen))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		killAt, n := 3+gen%5, 0
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			key, ok := strings.CutPrefix(sc.Text(), "ACK ")
+			if !ok {
+				continue
+			}
+			acked = append(acked, key)
+			if n++; n == killAt {
+				go killMidWrite(cmd.Process, dir)
+			}
+		}
+		werr := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("run %d: helper ended with %v before it was killed: %s", gen, werr, stderr.String())
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
+	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range acked {
+		got, ok := s.Get(key)
+		if !ok || !slices.EqualFunc(got, storeMessages(key), func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Errorf("acknowledged entry %s lost or torn after %d kills", key, kills)
+		}
+	}
+	if after, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*")); len(after) > 0 {
+		t.Errorf("%d temporary file(s) of interrupted writes left after reopening: %v", len(after), after)
+	}
+	t.Logf("%d kills, %d acknowledged entries intact, %d interrupted write(s) cleaned up", kills, len(acked), len(left))
+}
+
+// killMidWrite kills p as soon as one of its writes is under way (a
+// temporary file exists), or after 200ms.
+func killMidWrite(p *os.Process, dir string) {
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+		des, _ := os.ReadDir(dir)
+		if slices.ContainsFunc(des, func(de os.DirEntry) bool { return strings.HasPrefix(de.Name(), tempPrefix) }) {
+			break
+		}
+	}
+	_ = p.Kill()
+}
+
+// A temporary file left by an interrupted write is removed when the store
+// opens; it is not an entry.
+func TestStoreRemovesLeftoverTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	orphan := filepath.Join(dir, tempPrefix+"123456")
+	if err := os.WriteFile(orphan, []byte(`{"stored":"2026-01-01T00:00:00Z","messages":["half`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore(StoreOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) || s.Len() != 0 {
+		t.Fatalf("leftover temporary file: stat %v, %d entries", err, s.Len())
+	}
+}
