@@ -217,25 +217,46 @@ func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.Raw
 }
 
 // effectiveArguments is args as the service receives them as far as
-// duplicates care: a claw_id the model wrote is replaced by the agent's id
-// (toolexec forces it), so calls differing only there are one call.
+// duplicates care: toolexec drops every other spelling of claw_id
+// (toolexec.SpellsClawID) and forces claw_id to the agent's id, so calls
+// differing only there are one call.
 func effectiveArguments(args json.RawMessage, agentID string) json.RawMessage {
-	if !bytes.Contains(args, []byte("claw")) && !bytes.Contains(args, []byte(`\u`)) {
+	if !containsFold(args, "claw") && !bytes.Contains(args, []byte(`\u`)) {
 		return args // cannot hold a claw_id key, escaped or not
 	}
 	obj, err := wire.DecodeObject(args)
 	if err != nil {
 		return args
 	}
-	if _, ok := obj["claw_id"]; !ok {
+	changed := false
+	for k := range obj {
+		if k != "claw_id" && toolexec.SpellsClawID(k) {
+			delete(obj, k)
+			changed = true
+		}
+	}
+	if _, ok := obj["claw_id"]; ok {
+		obj["claw_id"] = wire.Quote(agentID)
+		changed = true
+	}
+	if !changed {
 		return args
 	}
-	obj["claw_id"] = wire.Quote(agentID)
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return args
 	}
 	return b
+}
+
+// containsFold reports whether b contains the ASCII word w in any case.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		if bytes.EqualFold(b[i:i+len(w)], []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // rawArguments makes arguments safe to keep as JSON in the trace.

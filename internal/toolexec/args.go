@@ -56,7 +56,7 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 // or by camel case, would read it as the identity.
 func forceClawID(args map[string]any, agentID string, declared bool) {
 	for k := range args {
-		if k != clawIDParam && spellsClawID(k) {
+		if k != clawIDParam && SpellsClawID(k) {
 			delete(args, k)
 		}
 	}
@@ -65,9 +65,9 @@ func forceClawID(args map[string]any, agentID string, declared bool) {
 	}
 }
 
-// spellsClawID reports whether name is claw_id up to case and separators
+// SpellsClawID reports whether name is claw_id up to case and separators
 // ('_', '-', '.', ' '): "claw_id", "CLAW_ID", "ClawId", "claw-id", "clawid".
-func spellsClawID(name string) bool {
+func SpellsClawID(name string) bool {
 	if len(name) < len("clawid") || len(name) > 4*len(clawIDParam) {
 		return false
 	}
@@ -156,7 +156,7 @@ func (t pathTemplate) params() []string {
 // its segment: '/', '?', '#' and '%' are escaped, so a value can never add a
 // segment, a query or a fragment, and a segment built from values may not
 // come out as "." or "..". Empty values are refused. {claw_id} (in any
-// spelling spellsClawID accepts) is always agentID. Arguments consumed here are removed from args so they are not
+// spelling SpellsClawID accepts) is always agentID. Arguments consumed here are removed from args so they are not
 // sent again in the query or body.
 func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) {
 	var b strings.Builder
@@ -174,7 +174,7 @@ func (t pathTemplate) fill(args map[string]any, agentID string) (string, error) 
 			}
 			names = append(names, p.param)
 			var val string
-			if spellsClawID(p.param) {
+			if SpellsClawID(p.param) {
 				val = agentID
 				if val == "" {
 					return "", argErrorf("no authenticated agent id for {claw_id}")

@@ -52,8 +52,8 @@ func TestSpellsClawID(t *testing.T) {
 		"claw_id": true, "CLAW_ID": true, "ClawId": true, "claw-id": true, "clawid": true, "claw id": true, "_claw__id_": true,
 		"claw": false, "claw_ids": false, "my_claw_id": false, "id": false, "": false, "clawıd": false,
 	} {
-		if got := spellsClawID(name); got != want {
-			t.Errorf("spellsClawID(%q) = %v, want %v", name, got, want)
+		if got := SpellsClawID(name); got != want {
+			t.Errorf("SpellsClawID(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

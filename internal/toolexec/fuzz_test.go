@@ -86,7 +86,7 @@ func FuzzPrepareHTTP(f *testing.F) {
 			t.Fatalf("template query lost: %q", u.RawQuery)
 		}
 		for k, v := range q {
-			if spellsClawID(k) && (k != "claw_id" || len(v) != 1 || v[0] != agent) {
+			if SpellsClawID(k) && (k != "claw_id" || len(v) != 1 || v[0] != agent) {
 				t.Fatalf("query %s = %v", k, v)
 			}
 		}
@@ -96,7 +96,7 @@ func FuzzPrepareHTTP(f *testing.F) {
 				t.Fatalf("body is not a JSON object: %q", req.body)
 			}
 			for k, v := range body {
-				if spellsClawID(k) && (k != "claw_id" || v != agent) {
+				if SpellsClawID(k) && (k != "claw_id" || v != agent) {
 					t.Fatalf("body %s = %v", k, v)
 				}
 			}
