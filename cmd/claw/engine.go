@@ -40,9 +40,17 @@ type composeEngine struct {
 	cmd []string
 }
 
-// NewComposeEngine detects `docker compose` (preferred) or the standalone
+// NewComposeEngine uses the command in CLAW_COMPOSE when set (for example
+// "docker-compose", "docker compose" or a path to a Compose v2 binary),
+// else detects `docker compose` (preferred) or the standalone
 // `docker-compose` (1.29 and later work with the generated file).
 func NewComposeEngine(ctx context.Context, cfg EngineConfig) (Engine, error) {
+	if explicit := strings.Fields(os.Getenv("CLAW_COMPOSE")); len(explicit) > 0 {
+		if _, err := exec.LookPath(explicit[0]); err != nil {
+			return nil, fmt.Errorf("CLAW_COMPOSE=%q: %w; set it to a Docker Compose command such as docker-compose or \"docker compose\", or unset it", os.Getenv("CLAW_COMPOSE"), err)
+		}
+		return &composeEngine{cfg: cfg, cmd: explicit}, nil
+	}
 	if _, err := exec.LookPath("docker"); err == nil {
 		if exec.CommandContext(ctx, "docker", "compose", "version").Run() == nil {
 			return &composeEngine{cfg: cfg, cmd: []string{"docker", "compose"}}, nil

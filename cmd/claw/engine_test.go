@@ -21,6 +21,7 @@ func TestComposeEngineFallsBackToDockerCompose(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
+	t.Setenv("CLAW_COMPOSE", "")
 	podDir := t.TempDir()
 	var out bytes.Buffer
 	eng, err := NewComposeEngine(context.Background(), EngineConfig{Dir: podDir, File: "compose.generated.yml", Project: "desk", IO: IOStreams{Out: &out, ErrOut: &out}})
@@ -44,8 +45,37 @@ func TestComposeEngineFallsBackToDockerCompose(t *testing.T) {
 	}
 }
 
+// TestComposeEngineFromEnv: CLAW_COMPOSE names the command (a program and
+// its leading arguments), and a missing one is an error that names it.
+func TestComposeEngineFromEnv(t *testing.T) {
+	bin := t.TempDir()
+	record := filepath.Join(t.TempDir(), "args")
+	script := "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\" >> " + record + "; done\n"
+	if err := os.WriteFile(filepath.Join(bin, "compose-v2"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("CLAW_COMPOSE", "compose-v2 --ansi never")
+	eng, err := NewComposeEngine(context.Background(), EngineConfig{Dir: t.TempDir(), File: "compose.generated.yml", Project: "desk", IO: IOStreams{Out: io.Discard, ErrOut: io.Discard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Compose(context.Background(), "ps"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(record)
+	if got, want := strings.Fields(string(data)), []string{"--ansi", "never", "-p", "desk", "-f", "compose.generated.yml", "ps"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("ran %q, want %q", got, want)
+	}
+	t.Setenv("CLAW_COMPOSE", "no-such-compose")
+	if _, err := NewComposeEngine(context.Background(), EngineConfig{}); err == nil || !strings.Contains(err.Error(), "CLAW_COMPOSE") {
+		t.Fatalf("missing CLAW_COMPOSE command: got %v", err)
+	}
+}
+
 func TestComposeEngineMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CLAW_COMPOSE", "")
 	if _, err := NewComposeEngine(context.Background(), EngineConfig{}); !errors.Is(err, ErrNoCompose) {
 		t.Fatalf("got %v", err)
 	}
