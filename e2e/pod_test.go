@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -79,6 +80,32 @@ func tryRun(dir string, timeout time.Duration, name string, args ...string) (str
 	return buf.String(), err
 }
 
+// The images are built once per test run, whichever test starts a pod
+// first.
+var (
+	imagesOnce sync.Once
+	imagesOut  string
+	imagesErr  error
+)
+
+// composeEngines are the Docker Compose commands the end-to-end tests run
+// pods with: CLAW_E2E_COMPOSE, a comma-separated list (CI lists
+// docker-compose 1.29 and a Compose v2 binary), else the one claw detects
+// ("" here).
+func composeEngines() []string {
+	list := os.Getenv("CLAW_E2E_COMPOSE")
+	if strings.TrimSpace(list) == "" {
+		return []string{""}
+	}
+	var out []string
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // startPod copies examples/<name> to a temporary directory, gives it a
 // unique pod name, appends extraServices (YAML indented as entries of
 // services:, which must be the pod file's last top-level key), builds claw
@@ -90,8 +117,13 @@ func startPod(t *testing.T, example, extraServices string) *pod {
 	bin := t.TempDir()
 	claw := filepath.Join(bin, "claw")
 	run(t, root, 5*time.Minute, "go", "build", "-o", claw, "./cmd/claw")
-	if os.Getenv("CLAW_E2E_REUSE_IMAGES") == "" {
-		run(t, root, 20*time.Minute, "bash", "scripts/images.sh")
+	imagesOnce.Do(func() {
+		if os.Getenv("CLAW_E2E_REUSE_IMAGES") == "" {
+			imagesOut, imagesErr = tryRun(root, 20*time.Minute, "bash", "scripts/images.sh")
+		}
+	})
+	if imagesErr != nil {
+		t.Fatalf("scripts/images.sh: %v\n%s", imagesErr, imagesOut)
 	}
 
 	dir := t.TempDir()

@@ -49,6 +49,20 @@ type received struct {
 func TestTradingDesk(t *testing.T) {
 	requireDocker(t)
 	buildNetprobe(t)
+	for _, engine := range composeEngines() {
+		name := "compose=detected"
+		if engine != "" {
+			name = "compose=" + filepath.Base(strings.Fields(engine)[0])
+		}
+		t.Run(name, func(t *testing.T) {
+			// claw (run by the test) reads CLAW_COMPOSE; "" lets it detect.
+			t.Setenv("CLAW_COMPOSE", engine)
+			tradingDesk(t)
+		})
+	}
+}
+
+func tradingDesk(t *testing.T) {
 	p := startPod(t, "trading-desk", probeServices)
 
 	summaries := map[string]runnerSummary{}
