@@ -49,10 +49,16 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 	delete(root, pod.ExtensionKey)
 	delete(root, "name")
 
+	// A pod whose agents do not use cllama (or that has no agents) runs
+	// without it, and its services keep their networks exactly.
+	withCllama := slices.ContainsFunc(agents, func(a *Agent) bool { return a.Cllama })
 	// cllama's side: every service cllama reaches joins the internal
 	// network it shares with cllama, keeping the networks its compose
 	// definition gives it.
 	for _, r := range perim.Cllama {
+		if !withCllama {
+			break
+		}
 		s, ok := services[r.Service].(doc)
 		if !ok {
 			continue
@@ -101,7 +107,6 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 	if _, ok := nets["default"]; !ok {
 		nets["default"] = doc{}
 	}
-	nets[InternalNet] = doc{"internal": true}
 	cllamaNets := doc{"default": nil, InternalNet: nil}
 	egress := false
 	for _, ar := range perim.Agents {
@@ -129,9 +134,12 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 	if egress {
 		nets[EgressNetwork] = doc{"driver_opts": doc{bridgeEnableICC: "false"}}
 	}
-	cllama := b.cllamaService()
-	cllama["networks"] = cllamaNets
-	services[CllamaService] = cllama
+	if withCllama {
+		nets[InternalNet] = doc{"internal": true}
+		cllama := b.cllamaService()
+		cllama["networks"] = cllamaNets
+		services[CllamaService] = cllama
+	}
 	child(root, "volumes")
 	if len(root["volumes"].(doc)) == 0 {
 		delete(root, "volumes")
@@ -145,7 +153,9 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 	// reads the 0600 context files claw wrote and the history it writes stays
 	// readable by `claw audit` and `claw history`. Interpolated at `up` time,
 	// the generated file is the same on every machine.
-	child(child(root, "services"), CllamaService)["user"] = CllamaUser
+	if withCllama {
+		child(child(root, "services"), CllamaService)["user"] = CllamaUser
+	}
 
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, generatedHeader, path.Base(b.pod.File))
