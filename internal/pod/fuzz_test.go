@@ -17,6 +17,8 @@ func FuzzDecodeXClaw(f *testing.F) {
 		"agent: a.md\nsurfaces: ['service://x']\ncount: 3\nservice-auth: {api: t}",
 		"mcp-stdio: {command: npx, args: [-y, 1, true]}",
 		"tool-policy: {timeout-per-tool-ms: 5, total-timeout-ms: 1}",
+		"cllama: passthrough\negress: true\nrunner-env: {LLM_BASE_URL: openai-base-url, K: token}",
+		"runner-env: {A: anthropic-base-url}\negress: 'false'",
 	} {
 		f.Add([]byte(s))
 	}
