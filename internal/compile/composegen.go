@@ -121,6 +121,11 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 				// rendered with the agent that names this one
 			case r.Agent:
 				for _, rep := range agentContainers(byService, r.Service) {
+					if back := LinkNetwork(rep, ar.Agent); nets[back] != nil {
+						// The two name each other: one network is enough.
+						joinNetwork(services[rep].(doc), back, aliasFor(rep, r.Service))
+						continue
+					}
 					link := LinkNetwork(ar.Agent, rep)
 					nets[link] = doc{"internal": true, "driver_opts": doc{bridgeInhibitIPv4: "true"}}
 					joinNetwork(services[ar.Agent].(doc), link, "")
@@ -133,6 +138,9 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 	}
 	if egress {
 		nets[EgressNetwork] = doc{"driver_opts": doc{bridgeEnableICC: "false"}}
+	}
+	if n := len(nets); n > manyNetworks {
+		b.warns = append(b.warns, fmt.Sprintf("%s: the pod has %d networks (one per agent, see the README's perimeter section); Docker's default address pools hold about 30 per host, so give the engine smaller pools (default-address-pools in daemon.json) before `claw up`", b.pod.File, n))
 	}
 	if withCllama {
 		nets[InternalNet] = doc{"internal": true}
@@ -195,6 +203,10 @@ func aliasFor(container, service string) string {
 	}
 	return service
 }
+
+// manyNetworks is where a pod's network count nears what Docker's default
+// address pools allow on one host (15 /16 and 16 /20 networks).
+const manyNetworks = 24
 
 // joinNetwork attaches a service to network (with alias, when set), keeping
 // the networks it has; a service with none is on the pod's default network,

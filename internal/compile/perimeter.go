@@ -109,7 +109,11 @@ func (b *builder) perimeter(agents []*Agent, providers *manifest.Providers) (*Pe
 					continue
 				}
 				from := fmt.Sprintf("%s names %s as a surface (%s)", p.Agents[i].Agent, r.Service, strings.Join(r.From, ", "))
-				if k := slices.IndexFunc(t.Reaches, func(x Reach) bool { return x.Service == p.Agents[i].Agent }); k >= 0 {
+				// Already reached by name (either agent id, or the service the
+				// replicas run from): one entry says both.
+				if k := slices.IndexFunc(t.Reaches, func(x Reach) bool {
+					return x.Service == p.Agents[i].Agent || x.Service == p.Agents[i].Service
+				}); k >= 0 {
 					t.Reaches[k].From = append(t.Reaches[k].From, from)
 					continue
 				}
