@@ -34,7 +34,12 @@ func (s *stages) Close() error {
 func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages, error) {
 	st := &stages{}
 	if cfg.HistoryDir != "" {
-		hw, err := history.NewWriter(cfg.HistoryDir)
+		opts, err := history.ParseSync(cfg.HistoryFsync)
+		if err != nil {
+			return nil, fmt.Errorf("CLLAMA_HISTORY_FSYNC: %w", err)
+		}
+		opts.OnSyncError = func(err error) { fmt.Fprintf(stderr, "cllama: %v (retried next interval)\n", err) }
+		hw, err := history.NewWriterWith(cfg.HistoryDir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
 		}

@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The tests in this file inject the faults a history file meets in
@@ -50,7 +52,7 @@ func TestCrashHelper(t *testing.T) {
 		t.Skip("helper process for TestKill9UnderLoad")
 	}
 	gen, _ := strconv.Atoi(os.Getenv(crashHelperGen))
-	w, err := NewWriterWith(dir, WriterOptions{NoSync: gen%2 == 1})
+	w, err := NewWriterWith(dir, WriterOptions{Sync: SyncMode(gen % 3)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -204,6 +206,16 @@ type faultFile struct {
 	capacity     *int64
 	failTruncate error
 	failSync     error
+	// mu guards failSync against the background syncer; syncs counts
+	// successful syncs.
+	mu    sync.Mutex
+	syncs atomic.Int64
+}
+
+func (f *faultFile) setFailSync(err error) {
+	f.mu.Lock()
+	f.failSync = err
+	f.mu.Unlock()
 }
 
 func (f *faultFile) Write(p []byte) (int, error) {
@@ -227,17 +239,25 @@ func (f *faultFile) Truncate(size int64) error {
 }
 
 func (f *faultFile) Sync() error {
-	if f.failSync != nil {
-		return f.failSync
+	f.mu.Lock()
+	fail := f.failSync
+	f.mu.Unlock()
+	if fail != nil {
+		return fail
 	}
-	return f.File.Sync()
+	if err := f.File.Sync(); err != nil {
+		return err
+	}
+	f.syncs.Add(1)
+	return nil
 }
 
 // faultWriter returns a Writer whose files are faultFiles sharing one
 // capacity.
 func faultWriter(t *testing.T, capacity *int64) (*Writer, *faultFile) {
 	t.Helper()
-	w, err := NewWriter(t.TempDir())
+	// Synced on every append, so a failing sync is seen by Append.
+	w, err := NewWriterWith(t.TempDir(), WriterOptions{Sync: SyncAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +386,7 @@ func BenchmarkAppend(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		o    WriterOptions
-	}{{"sync", WriterOptions{}}, {"nosync", WriterOptions{NoSync: true}}} {
+	}{{"always", WriterOptions{Sync: SyncAlways}}, {"interval", WriterOptions{}}, {"never", WriterOptions{Sync: SyncNever}}} {
 		for _, size := range []int{1 << 10, 64 << 10} {
 			b.Run(fmt.Sprintf("%s/%dKiB", mode.name, size>>10), func(b *testing.B) {
 				w, err := NewWriterWith(b.TempDir(), mode.o)
@@ -384,4 +404,70 @@ func BenchmarkAppend(b *testing.B) {
 			})
 		}
 	}
+}
+
+// With the default interval sync, entries reach stable storage in the
+// background: a file written is synced within the interval, a failed sync
+// is reported and retried, and Close syncs what is left.
+func TestIntervalSync(t *testing.T) {
+	var mu sync.Mutex
+	var reported []error
+	w, err := NewWriterWith(t.TempDir(), WriterOptions{SyncEvery: 20 * time.Millisecond, OnSyncError: func(err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff := &faultFile{capacity: new(int64)}
+	*ff.capacity = 64 << 20
+	w.openFile = func(path string) (appendFile, error) {
+		f, err := openAppend(path)
+		if err != nil {
+			return nil, err
+		}
+		ff.File = f.(*os.File)
+		return ff, nil
+	}
+	ff.setFailSync(syscall.EIO)
+	if err := w.Append(Entry{ID: "a", AgentID: "alice"}); err != nil {
+		t.Fatalf("append does not wait for the sync: %v", err)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(reported) > 0 })
+	if !errors.Is(reported[0], syscall.EIO) {
+		t.Fatalf("reported %v", reported[0])
+	}
+	ff.setFailSync(nil)
+	waitFor(t, func() bool { return ff.syncs.Load() > 0 && !w.isDirty("alice") })
+	if err := w.Append(Entry{ID: "b", AgentID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	before := ff.syncs.Load()
+	dirty := w.isDirty("alice")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dirty && ff.syncs.Load() == before {
+		t.Fatal("Close did not sync the entry written since the last sync")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (w *Writer) isDirty(agent string) bool {
+	w.mu.Lock()
+	af := w.files[agent]
+	w.mu.Unlock()
+	af.mu.Lock()
+	defer af.mu.Unlock()
+	return af.dirty
 }

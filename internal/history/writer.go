@@ -38,29 +38,72 @@ const FileName = "history.jsonl"
 //     never acknowledged; the next Writer to open the file ends it with a
 //     newline before appending, so it stays one invalid line that readers
 //     count and skip, and no later entry is lost with it.
-//   - A power loss or kernel crash: with the default sync, Append returns
-//     only after fsync(2), so acknowledged entries are on stable storage.
-//     With WriterOptions.NoSync the last seconds of entries may be lost
-//     (and the tail may be garbage, which the next open terminates as
-//     above); earlier entries are not affected.
+//   - A power loss or kernel crash: with SyncAlways, Append returns only
+//     after fsync(2), so acknowledged entries are on stable storage. With
+//     the default SyncInterval, files that changed are fsync'ed in the
+//     background at least once per interval (default one second), so at
+//     most the last interval's entries may be lost, without adding an
+//     fsync to every exchange; with SyncNever the kernel decides. A tail
+//     left garbage by such a loss is terminated by the next open as above;
+//     earlier entries are not affected.
 type Writer struct {
 	dir  string
-	sync bool
+	opts WriterOptions
 	// openFile opens an agent's file for reading and appending; tests
 	// replace it to inject faults.
 	openFile func(path string) (appendFile, error)
 
 	mu    sync.Mutex
 	files map[string]*agentFile
+	// stop ends the background syncer (SyncInterval); done is closed when
+	// it has.
+	stop, done chan struct{}
 }
+
+// SyncMode is when appended entries are fsync'ed.
+type SyncMode int
+
+const (
+	// SyncInterval fsyncs the files that changed in the background, at
+	// least once per WriterOptions.SyncEvery. It is the default.
+	SyncInterval SyncMode = iota
+	// SyncAlways fsyncs before Append returns.
+	SyncAlways
+	// SyncNever leaves writing back to the kernel.
+	SyncNever
+)
+
+// DefaultSyncEvery is SyncInterval's default interval.
+const DefaultSyncEvery = time.Second
 
 // WriterOptions configure a Writer. The zero value gives the defaults.
 type WriterOptions struct {
-	// NoSync skips the fsync(2) after each append. Default false: every
-	// acknowledged entry is on stable storage, at the cost of one fsync
-	// per append (see BenchmarkAppend). With NoSync an entry survives a
-	// crash of the process but not of the machine.
-	NoSync bool
+	// Sync is when entries reach stable storage (default SyncInterval).
+	// Whatever it is, an acknowledged entry survives a crash of the
+	// process; it decides what survives a crash of the machine, at the
+	// cost of one fsync per append for SyncAlways (see BenchmarkAppend).
+	Sync SyncMode
+	// SyncEvery is SyncInterval's interval (default DefaultSyncEvery).
+	SyncEvery time.Duration
+	// OnSyncError is told about a failed background sync (SyncInterval);
+	// the file stays marked and is synced again at the next interval.
+	OnSyncError func(error)
+}
+
+// ParseSync reads a sync setting as cllama's configuration spells it:
+// "always", "never", or an interval such as "1s" (SyncInterval).
+func ParseSync(s string) (WriterOptions, error) {
+	switch s {
+	case "always":
+		return WriterOptions{Sync: SyncAlways}, nil
+	case "never":
+		return WriterOptions{Sync: SyncNever}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return WriterOptions{}, fmt.Errorf("%q is not always, never or a positive interval such as 1s", s)
+	}
+	return WriterOptions{Sync: SyncInterval, SyncEvery: d}, nil
 }
 
 // appendFile is what a Writer needs of an open history file (*os.File
@@ -84,6 +127,8 @@ type agentFile struct {
 	// torn is set when a failed write could not be cut back: the file may
 	// end in a partial line that must be ended before the next entry.
 	torn bool
+	// dirty is set when entries were written since the last fsync.
+	dirty bool
 }
 
 // NewWriter returns a Writer rooted at dir with the default options. It
@@ -99,7 +144,55 @@ func NewWriterWith(dir string, o WriterOptions) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	return &Writer{dir: dir, sync: !o.NoSync, openFile: openAppend, files: make(map[string]*agentFile)}, nil
+	if o.SyncEvery <= 0 {
+		o.SyncEvery = DefaultSyncEvery
+	}
+	w := &Writer{dir: dir, opts: o, openFile: openAppend, files: make(map[string]*agentFile)}
+	if o.Sync == SyncInterval {
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		go w.syncLoop()
+	}
+	return w, nil
+}
+
+// syncLoop fsyncs the files that changed, once per interval, until Close.
+func (w *Writer) syncLoop() {
+	defer close(w.done)
+	t := time.NewTicker(w.opts.SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			if err := w.syncDirty(); err != nil && w.opts.OnSyncError != nil {
+				w.opts.OnSyncError(err)
+			}
+		}
+	}
+}
+
+// syncDirty fsyncs every file written since its last fsync.
+func (w *Writer) syncDirty() error {
+	w.mu.Lock()
+	files := make([]*agentFile, 0, len(w.files))
+	for _, af := range w.files {
+		files = append(files, af)
+	}
+	w.mu.Unlock()
+	var errs []error
+	for _, af := range files {
+		af.mu.Lock()
+		if af.dirty {
+			if err := af.f.Sync(); err != nil {
+				errs = append(errs, fmt.Errorf("history: sync %s: %w", af.f.Name(), err))
+			} else {
+				af.dirty = false
+			}
+		}
+		af.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 func openAppend(path string) (appendFile, error) {
@@ -111,7 +204,7 @@ func Path(dir, agentID string) string { return filepath.Join(dir, agentID, FileN
 
 // Append writes e as one line. It fills ID (a fresh random id) and Timestamp
 // (now) when empty. It returns nil only once the whole line is written (and,
-// unless NoSync, synced); on an error nothing of the entry is left in the
+// with SyncAlways, synced); on an error nothing of the entry is left in the
 // file, or at worst a partial line that the next Append ends first. A nil
 // Writer discards entries, so callers need no check when history is
 // disabled.
@@ -147,7 +240,7 @@ func (w *Writer) Append(e Entry) error {
 		}
 	}
 	_, err = af.f.Write(line)
-	if err == nil && w.sync {
+	if err == nil && w.opts.Sync == SyncAlways {
 		err = af.f.Sync()
 	}
 	if err != nil {
@@ -159,6 +252,7 @@ func (w *Writer) Append(e Entry) error {
 		return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
 	}
 	af.size += int64(len(line))
+	af.dirty = w.opts.Sync == SyncInterval
 	return nil
 }
 
@@ -309,7 +403,7 @@ func (w *Writer) file(agentID string) (*agentFile, error) {
 		// Retried before the first entry is written.
 		af.size, af.torn = -1, true
 	}
-	if w.sync {
+	if w.opts.Sync != SyncNever {
 		// A new file (and a new agent directory) must survive a power
 		// loss too: sync the directories that name them.
 		if err := syncDirs(dir, w.dir); err != nil {
@@ -337,14 +431,25 @@ func syncDirs(dirs ...string) error {
 	return nil
 }
 
-// Close closes every open file. Appends after Close reopen files.
+// Close fsyncs what the background syncer has not yet (SyncInterval) and
+// closes every open file. Appends after Close reopen files but are no
+// longer synced in the background.
 func (w *Writer) Close() error {
 	if w == nil {
 		return nil
 	}
+	var errs []error
+	if w.stop != nil {
+		select {
+		case <-w.stop:
+		default:
+			close(w.stop)
+			<-w.done
+			errs = append(errs, w.syncDirty())
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var errs []error
 	for id, af := range w.files {
 		af.mu.Lock()
 		errs = append(errs, af.f.Close())

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/history"
 )
 
 // Defaults of the container contract (ARCHITECTURE.md "Compatibility
@@ -22,6 +24,9 @@ const (
 	DefaultStreamIdleTimeout = 2 * time.Minute
 	DefaultBodyReadTimeout   = time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
+	// DefaultHistoryFsync syncs history files in the background once a
+	// second: an fsync per exchange would add about a millisecond to each.
+	DefaultHistoryFsync = "1s"
 )
 
 // Config is everything cllama reads from its flags and environment, read
@@ -56,6 +61,11 @@ type Config struct {
 	// (CLLAMA_SHUTDOWN_TIMEOUT / -shutdown-timeout).
 	ShutdownTimeout time.Duration
 
+	// HistoryFsync is when session history reaches stable storage:
+	// "always" (before each exchange completes), "never", or an interval
+	// (CLLAMA_HISTORY_FSYNC / -history-fsync, default DefaultHistoryFsync).
+	HistoryFsync string
+
 	// ProviderEnv holds the <NAME>_API_KEY and <NAME>_BASE_URL variables,
 	// keyed by lower-case provider name.
 	ProviderEnv map[string]ProviderEnv
@@ -78,6 +88,7 @@ func DefaultConfig() Config {
 		StreamIdleTimeout: DefaultStreamIdleTimeout,
 		BodyReadTimeout:   DefaultBodyReadTimeout,
 		ShutdownTimeout:   DefaultShutdownTimeout,
+		HistoryFsync:      DefaultHistoryFsync,
 		ProviderEnv:       map[string]ProviderEnv{},
 	}
 }
@@ -126,6 +137,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.HistoryDir, "CLAW_SESSION_HISTORY_DIR")
 	str(&c.Pod, "CLAW_POD")
 	str(&c.StateDir, "CLLAMA_STATE_DIR")
+	str(&c.HistoryFsync, "CLLAMA_HISTORY_FSYNC")
 
 	var errs []error
 	if v := env["CLLAMA_MAX_BODY_BYTES"]; v != "" {
@@ -181,8 +193,12 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
+		return c, fmt.Errorf("CLLAMA_HISTORY_FSYNC / -history-fsync: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q; cllama takes flags only (see -h)", fs.Args())

@@ -18,7 +18,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ListenAddr != ":8080" || c.ContextRoot != "/claw/context" || c.AuthDir != "/claw/auth" || c.HistoryDir != "" ||
-		c.MaxBodyBytes != 32<<20 || c.FirstByteTimeout != DefaultFirstByteTimeout {
+		c.MaxBodyBytes != 32<<20 || c.FirstByteTimeout != DefaultFirstByteTimeout || c.HistoryFsync != "1s" {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -26,7 +26,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 func TestLoadConfigEnvAndFlags(t *testing.T) {
 	env := []string{
 		"LISTEN_ADDR=:9999", "CLAW_CONTEXT_ROOT=/ctx", "CLAW_AUTH_DIR=/auth", "CLAW_SESSION_HISTORY_DIR=/hist", "CLAW_POD=desk",
-		"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_STREAM_IDLE_TIMEOUT=5s",
+		"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_STREAM_IDLE_TIMEOUT=5s", "CLLAMA_HISTORY_FSYNC=always",
 		"OPENAI_API_KEY=sk-o", "ANTHROPIC_BASE_URL=http://mock:1/v1", "PATH=/bin",
 	}
 	c, err := LoadConfig([]string{"-listen", ":7000", "-first-byte-timeout", "3s"}, env, io.Discard)
@@ -34,7 +34,7 @@ func TestLoadConfigEnvAndFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ListenAddr != ":7000" || c.ContextRoot != "/ctx" || c.AuthDir != "/auth" || c.HistoryDir != "/hist" || c.Pod != "desk" ||
-		c.MaxBodyBytes != 1000 || c.StreamIdleTimeout != 5*time.Second || c.FirstByteTimeout != 3*time.Second {
+		c.MaxBodyBytes != 1000 || c.StreamIdleTimeout != 5*time.Second || c.FirstByteTimeout != 3*time.Second || c.HistoryFsync != "always" {
 		t.Fatalf("%+v", c)
 	}
 	if c.ProviderEnv["openai"].APIKey != "sk-o" || c.ProviderEnv["anthropic"].BaseURL != "http://mock:1/v1" {
@@ -52,6 +52,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{nil, []string{"CLLAMA_FIRST_BYTE_TIMEOUT=5"}, "CLLAMA_FIRST_BYTE_TIMEOUT"},
 		{[]string{"stray"}, nil, "unexpected arguments"},
 		{[]string{"-max-body-bytes", "0"}, nil, "must be > 0"},
+		{nil, []string{"CLLAMA_HISTORY_FSYNC=sometimes"}, "CLLAMA_HISTORY_FSYNC"},
+		{[]string{"-history-fsync", "0s"}, nil, "-history-fsync"},
 	} {
 		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)
