@@ -62,6 +62,10 @@ type Service struct {
 	Feeds       []ServiceFeed `json:"feeds"`
 	Endpoints   []Endpoint    `json:"endpoints"`
 	Skill       string        `json:"skill,omitempty"`
+	// ReachedBy lists who can open connections to the service: cllama
+	// (when it calls the service) and the agents that name it as a
+	// surface (the perimeter).
+	ReachedBy []string `json:"reached_by"`
 }
 
 // Auth is how callers authenticate to a service: its type and the variable
@@ -201,7 +205,9 @@ func Build(res *compile.Result, dir string, compiled time.Time) (*Report, error)
 		if svc.IsAgent() {
 			continue
 		}
-		rep.Services = append(rep.Services, service(svc, descs[name], grantedTo))
+		s := service(svc, descs[name], grantedTo)
+		s.ReachedBy = reachedBy(res.Perimeter, name)
+		rep.Services = append(rep.Services, s)
 	}
 	for i, a := range res.Agents {
 		ag, err := agent(p, a, descs)
@@ -228,6 +234,24 @@ func Build(res *compile.Result, dir string, compiled time.Time) (*Report, error)
 		}
 	}
 	return rep, nil
+}
+
+// reachedBy lists who reaches service in the perimeter: cllama first,
+// then agents in order.
+func reachedBy(p *compile.Perimeter, service string) []string {
+	out := []string{}
+	if p == nil {
+		return out
+	}
+	if slices.ContainsFunc(p.Cllama, func(r compile.Reach) bool { return r.Service == service }) {
+		out = append(out, compile.CllamaService)
+	}
+	for _, a := range p.Agents {
+		if slices.ContainsFunc(a.Reaches, func(r compile.Reach) bool { return r.Service == service }) {
+			out = append(out, a.Agent)
+		}
+	}
+	return out
 }
 
 func service(svc *pod.Service, sd *compile.ServiceDescriptor, grantedTo map[string][]string) Service {

@@ -39,6 +39,11 @@ func (r *Report) WriteText(w io.Writer) error {
 
 func writeService(b *strings.Builder, s Service) {
 	fmt.Fprintf(b, "\nservice %s\n", s.Name)
+	if len(s.ReachedBy) == 0 {
+		b.WriteString("  reached by: no agent, not cllama\n")
+	} else {
+		fmt.Fprintf(b, "  reached by: %s\n", strings.Join(s.ReachedBy, ", "))
+	}
 	if s.MCPStdio != nil {
 		fmt.Fprintf(b, "  stdio MCP server: %s\n", strings.Join(append([]string{s.MCPStdio.Command}, s.MCPStdio.Args...), " "))
 	}
