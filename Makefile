@@ -4,7 +4,7 @@ BIN     ?= bin
 PKGS    ?= ./...
 BINARIES = claw cllama claw-mcp-stdio claw-mcp-echo claw-model
 
-.PHONY: help build test bench fuzz vet fmt-check ci demo images clean
+.PHONY: help build test bench fuzz vet fmt-check tidy-check ci demo images clean
 
 help:
 	@echo "make build      build $(BINARIES) into $(BIN)/"
@@ -13,7 +13,7 @@ help:
 	@echo "make fuzz       run each fuzz target for FUZZTIME (default 20s)"
 	@echo "make images     build every pod image FROM scratch (no registry needed)"
 	@echo "make demo       build images, run the example pod, show what happened"
-	@echo "make ci         gofmt check, go vet, make test"
+	@echo "make ci         gofmt check, go mod tidy check, go vet, make test"
 
 build:
 	@mkdir -p $(BIN)
@@ -39,7 +39,10 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-ci: fmt-check vet test
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+
+ci: fmt-check tidy-check vet test
 
 clean:
 	rm -rf $(BIN)
