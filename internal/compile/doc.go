@@ -10,4 +10,9 @@
 // puts it on disk. The same input gives byte-identical output except for
 // agent tokens, which are fresh from crypto/rand on the first compile and
 // then kept across recompiles.
+//
+// The pod's topology is computed before any rendering, as data: Perimeter
+// says what each agent reaches and why (spec 000 §2, "Topology"), and the
+// compose renderer (composegen.go) turns it into networks without deciding
+// anything of its own.
 package compile
