@@ -32,7 +32,10 @@ type turn struct {
 	rounds []history.Round
 	usage  wire.Usage
 	calls  int // upstream calls made
-	seen   map[string]*seenCall
+	// managed counts the managed calls answered so far (run or refused
+	// one by one), against max_tool_calls_per_turn.
+	managed int
+	seen    map[string]*seenCall
 }
 
 // outcome is how a turn ended: a final response, or a failure.
