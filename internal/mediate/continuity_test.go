@@ -86,6 +86,37 @@ func TestContinuityAcrossTurnsAndRestart(t *testing.T) {
 	}
 }
 
+// A hidden transcript over the store's per-entry cap is not kept, and the
+// audit says so; the turn itself is answered as usual.
+func TestContinuityEntryTooLargeIsAudited(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{maxEntryBytes: 64 << 10})
+			big := fmt.Sprintf(`{"q":%q}`, strings.Repeat("y", 100<<10))
+			h.up.script = []step{{Calls: []tcall{call("c1", echo, big)}}, {Text: "answer1"}, {Text: "answer2"}}
+			ctx := context.Background()
+			if f := k.decodeFinal(t, h.post(ctx, k.runnerRequest([]tmsg{{Role: "user", Text: "q1"}}, nil, false, nil)), false); f.Text != "answer1" {
+				t.Fatalf("answer %q", f.Text)
+			}
+			h.waitEntries(t, 1)
+			var found bool
+			for _, e := range h.audit.events() {
+				if e.Type == "error" && strings.Contains(e.Error, "continuity not kept") && strings.Contains(e.Error, "65536") {
+					found = true
+				}
+			}
+			if !found || h.med.opt.Continuity.Len() != 0 {
+				t.Fatalf("no audit event for the dropped hidden round (%d entries kept): %+v", h.med.opt.Continuity.Len(), h.audit.events())
+			}
+			turn2 := []tmsg{{Role: "user", Text: "q1"}, {Role: "assistant", Text: "answer1"}, {Role: "user", Text: "q2"}}
+			k.decodeFinal(t, h.post(ctx, k.runnerRequest(turn2, nil, false, nil)), false)
+			if got := roles(h.up.requests()[2].Msgs); got != "user(q1) assistant(answer1) user(q2)" {
+				t.Errorf("turn 2 transcript %s", got)
+			}
+		})
+	}
+}
+
 func TestHandoffInsertsHiddenRoundsBeforeNativeCall(t *testing.T) {
 	for _, k := range kits {
 		for _, stream := range []bool{false, true} {

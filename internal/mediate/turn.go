@@ -193,7 +193,11 @@ func (t *turn) remember(resp *wire.Response) {
 		return
 	}
 	key := continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(canonOf(t.f, t.m.canon, msg).digest))
-	if err := t.m.opt.Continuity.Put(key, t.hidden); err != nil {
+	err = t.m.opt.Continuity.Put(key, t.hidden)
+	switch {
+	case errors.Is(err, ErrEntryTooLarge):
+		t.m.auditError(t.x, fmt.Sprintf("continuity not kept: the hidden tool rounds of this turn (%d messages) are too large to keep (%v; CLLAMA_CONTINUITY_MAX_ENTRY_BYTES), so the model will not see them in this conversation's next request", len(t.hidden), err))
+	case err != nil:
 		t.m.auditError(t.x, "continuity store: "+err.Error())
 	}
 }
