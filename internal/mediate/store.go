@@ -50,12 +50,17 @@ type storeEntry struct {
 	used time.Time
 	// messages are held only by a store without a directory.
 	messages []json.RawMessage
+	// ambiguous marks a key two writers claimed with PutOnce: it holds no
+	// messages and Get never returns it. On disk it is known once its
+	// file has been read.
+	ambiguous bool
 }
 
 // storeFile is an entry on disk.
 type storeFile struct {
-	Stored   time.Time         `json:"stored"`
-	Messages []json.RawMessage `json:"messages"`
+	Stored    time.Time         `json:"stored"`
+	Messages  []json.RawMessage `json:"messages,omitempty"`
+	Ambiguous bool              `json:"ambiguous,omitempty"`
 }
 
 // StoreOptions configure a Store. Zero values mean the defaults.
@@ -86,6 +91,10 @@ const (
 // ErrEntryTooLarge is returned by Put for an entry over MaxEntryBytes; the
 // entry is not kept.
 var ErrEntryTooLarge = errors.New("continuity entry too large")
+
+// ErrAmbiguous is returned by PutOnce for a key that already had an entry:
+// the key is kept as ambiguous and restores nothing from then on.
+var ErrAmbiguous = errors.New("continuity key claimed twice")
 
 const (
 	entrySuffix = ".json"
@@ -181,6 +190,10 @@ func (s *Store) Get(key string) ([]json.RawMessage, bool) {
 	}
 	e.used = now
 	s.lru.MoveToFront(el)
+	if e.ambiguous {
+		s.mu.Unlock()
+		return nil, false
+	}
 	if s.dir == "" {
 		s.mu.Unlock()
 		return e.messages, true
@@ -193,6 +206,12 @@ func (s *Store) Get(key string) ([]json.RawMessage, bool) {
 	var f storeFile
 	if err == nil {
 		err = json.Unmarshal(b, &f)
+	}
+	if err == nil && f.Ambiguous {
+		s.mu.Lock()
+		e.ambiguous = true
+		s.mu.Unlock()
+		return nil, false
 	}
 	if err != nil || len(f.Messages) == 0 {
 		s.mu.Lock()
@@ -213,28 +232,46 @@ func (s *Store) Put(key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}
-	now := s.now()
+	return s.put(key, storeFile{Stored: s.now(), Messages: messages}, false)
+}
+
+// PutOnce is Put for a key that must name one entry for good: when key
+// already has an entry (or is ambiguous already), neither the old nor the
+// new messages are kept; the key is marked ambiguous, so Get finds nothing
+// under it from then on, and ErrAmbiguous is returned. An entry evicted
+// since is forgotten, so a key is guarded only while the store knows it.
+func (s *Store) PutOnce(key string, messages []json.RawMessage) error {
+	if len(messages) == 0 {
+		return nil
+	}
+	return s.put(key, storeFile{Stored: s.now(), Messages: messages}, true)
+}
+
+func (s *Store) put(key string, f storeFile, once bool) error {
 	var (
 		encoded []byte
 		size    int64
 	)
 	if s.dir != "" {
 		var err error
-		if encoded, err = json.Marshal(storeFile{Stored: now, Messages: messages}); err != nil {
+		if encoded, err = json.Marshal(f); err != nil {
 			return err
 		}
 		size = int64(len(encoded))
 	} else {
-		for _, m := range messages {
+		for _, m := range f.Messages {
 			size += int64(len(m))
 		}
 	}
 	if size > s.maxEntryBytes {
 		s.mu.Lock()
-		if el, ok := s.entries[key]; ok {
+		defer s.mu.Unlock()
+		if el, ok := s.liveLocked(key); ok {
+			if once {
+				return errors.Join(s.markAmbiguousLocked(el), ErrAmbiguous)
+			}
 			s.removeLocked(el)
 		}
-		s.mu.Unlock()
 		return fmt.Errorf("%w: %d bytes, over the cap of %d bytes per entry", ErrEntryTooLarge, size, s.maxEntryBytes)
 	}
 	var tmp string
@@ -246,6 +283,14 @@ func (s *Store) Put(key string, messages []json.RawMessage) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	el, exists := s.liveLocked(key)
+	if once && exists {
+		if tmp != "" {
+			_ = os.Remove(tmp)
+		}
+		return errors.Join(s.markAmbiguousLocked(el), ErrAmbiguous)
+	}
+	messages := f.Messages
 	if tmp != "" {
 		// Renamed under the lock, so the file and the index agree: an
 		// eviction cannot unlink the new version of an entry it is
@@ -256,16 +301,57 @@ func (s *Store) Put(key string, messages []json.RawMessage) error {
 		}
 		messages = nil
 	}
-	if el, ok := s.entries[key]; ok {
+	if exists {
 		e := el.Value.(*storeEntry)
 		s.bytes += size - e.size
-		e.messages, e.size, e.used = messages, size, now
+		e.messages, e.size, e.used, e.ambiguous = messages, size, f.Stored, false
 		s.lru.MoveToFront(el)
 	} else {
-		s.entries[key] = s.lru.PushFront(&storeEntry{key: key, messages: messages, size: size, used: now})
+		s.entries[key] = s.lru.PushFront(&storeEntry{key: key, messages: messages, size: size, used: f.Stored})
 		s.bytes += size
 	}
 	s.evictLocked()
+	return nil
+}
+
+// liveLocked is key's entry unless it has expired (then it is removed).
+func (s *Store) liveLocked(key string) (*list.Element, bool) {
+	el, ok := s.entries[key]
+	if ok && s.now().Sub(el.Value.(*storeEntry).used) > s.maxAge {
+		s.removeLocked(el)
+		return nil, false
+	}
+	return el, ok
+}
+
+// markAmbiguousLocked replaces an entry by an ambiguity marker (a small
+// file, written under the lock).
+func (s *Store) markAmbiguousLocked(el *list.Element) error {
+	e := el.Value.(*storeEntry)
+	e.messages, e.ambiguous, e.used = nil, true, s.now()
+	s.lru.MoveToFront(el)
+	var size int64
+	if s.dir != "" {
+		b, err := json.Marshal(storeFile{Stored: e.used, Ambiguous: true})
+		if err != nil {
+			return err
+		}
+		tmp, err := s.writeTemp(b)
+		if err == nil {
+			if err = os.Rename(tmp, s.path(e.key)); err != nil {
+				_ = os.Remove(tmp)
+			}
+		}
+		if err != nil {
+			// Without its marker the key must not restore the old entry
+			// after a restart either.
+			s.removeLocked(el)
+			return err
+		}
+		size = int64(len(b))
+	}
+	s.bytes += size - e.size
+	e.size = size
 	return nil
 }
 

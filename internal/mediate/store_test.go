@@ -241,3 +241,53 @@ func TestCatalogAliasesAreCollisionFree(t *testing.T) {
 		t.Error("catalog rebuilt for the same manifest")
 	}
 }
+
+// A key claimed twice with PutOnce restores nothing, also after a restart;
+// Put still replaces.
+func TestStorePutOnceMarksAmbiguousKeys(t *testing.T) {
+	for _, persist := range []bool{true, false} {
+		t.Run(fmt.Sprintf("persist=%v", persist), func(t *testing.T) {
+			dir := ""
+			if persist {
+				dir = t.TempDir()
+			}
+			s, err := OpenStore(StoreOptions{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutOnce("k", msgs("a")); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := s.Get("k"); !ok || string(got[0]) != `"a"` {
+				t.Fatal("first claim not stored")
+			}
+			if err := s.PutOnce("k", msgs("b")); !errors.Is(err, ErrAmbiguous) {
+				t.Fatalf("second claim: %v, want ErrAmbiguous", err)
+			}
+			if err := s.PutOnce("k", msgs("c")); !errors.Is(err, ErrAmbiguous) {
+				t.Fatalf("third claim: %v, want ErrAmbiguous", err)
+			}
+			if _, ok := s.Get("k"); ok {
+				t.Error("an ambiguous key restored messages")
+			}
+			if persist {
+				again, err := OpenStore(StoreOptions{Dir: dir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := again.Get("k"); ok {
+					t.Error("an ambiguous key restored messages after a restart")
+				}
+				if err := again.PutOnce("k", msgs("d")); !errors.Is(err, ErrAmbiguous) {
+					t.Errorf("claim after a restart: %v, want ErrAmbiguous", err)
+				}
+			}
+			if err := s.Put("k", msgs("e")); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := s.Get("k"); !ok || string(got[0]) != `"e"` {
+				t.Error("Put did not replace")
+			}
+		})
+	}
+}
