@@ -49,7 +49,8 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
 	}
 	st.executor = toolexec.New(toolexec.Options{})
-	med, err := mediate.New(mediate.Options{Runner: st.executor, Audit: aud, History: recorder(st.history), StateDir: cfg.ContinuityDir()})
+	med, err := mediate.New(mediate.Options{Runner: st.executor, Audit: aud, History: recorder(st.history), StateDir: cfg.ContinuityDir(),
+		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)

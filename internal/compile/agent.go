@@ -294,9 +294,14 @@ func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
 	apply(&p.TimeoutPerToolMS, pp.TimeoutPerToolMS, sp.TimeoutPerToolMS)
 	apply(&p.TotalTimeoutMS, pp.TotalTimeoutMS, sp.TotalTimeoutMS)
 	apply(&p.MaxToolResultBytes, pp.MaxToolResultBytes, sp.MaxToolResultBytes)
+	apply(&p.MaxToolCallsPerRound, pp.MaxToolCallsPerRound, sp.MaxToolCallsPerRound)
+	apply(&p.MaxToolCallsPerTurn, pp.MaxToolCallsPerTurn, sp.MaxToolCallsPerTurn)
 	p = p.WithDefaults()
 	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
 		return p, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-policy.total-timeout-ms", Problem: fmt.Sprintf("the effective total timeout %dms is below the per-tool timeout %dms (after pod defaults)", p.TotalTimeoutMS, p.TimeoutPerToolMS), Fix: "raise total-timeout-ms or lower timeout-per-tool-ms"}
+	}
+	if p.MaxToolCallsPerTurn < p.MaxToolCallsPerRound {
+		return p, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-policy.max-tool-calls-per-turn", Problem: fmt.Sprintf("the effective cap of %d calls per turn is below the effective cap of %d calls per round (pod defaults applied; the built-in caps are %d per round and %d per turn)", p.MaxToolCallsPerTurn, p.MaxToolCallsPerRound, manifest.DefaultMaxToolCallsPerRound, manifest.DefaultMaxToolCallsPerTurn), Fix: "raise max-tool-calls-per-turn or lower max-tool-calls-per-round"}
 	}
 	return p, p.Validate("tool-policy")
 }

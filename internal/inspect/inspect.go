@@ -171,10 +171,12 @@ type AgentFeed struct {
 // Policy is the agent's effective tool policy, each limit with where it
 // came from.
 type Policy struct {
-	MaxRounds          Limit `json:"max_rounds"`
-	TimeoutPerToolMS   Limit `json:"timeout_per_tool_ms"`
-	TotalTimeoutMS     Limit `json:"total_timeout_ms"`
-	MaxToolResultBytes Limit `json:"max_tool_result_bytes"`
+	MaxRounds            Limit `json:"max_rounds"`
+	TimeoutPerToolMS     Limit `json:"timeout_per_tool_ms"`
+	TotalTimeoutMS       Limit `json:"total_timeout_ms"`
+	MaxToolResultBytes   Limit `json:"max_tool_result_bytes"`
+	MaxToolCallsPerRound Limit `json:"max_tool_calls_per_round"`
+	MaxToolCallsPerTurn  Limit `json:"max_tool_calls_per_turn"`
 }
 
 // Limit is one policy value and its origin: "service x-claw.tool-policy",
@@ -429,10 +431,12 @@ func policy(eff manifest.Policy, podP, svcP pod.PolicySpec) Policy {
 		return Limit{v, "default"}
 	}
 	return Policy{
-		MaxRounds:          lim(eff.MaxRounds, svcP.MaxRounds, podP.MaxRounds),
-		TimeoutPerToolMS:   lim(eff.TimeoutPerToolMS, svcP.TimeoutPerToolMS, podP.TimeoutPerToolMS),
-		TotalTimeoutMS:     lim(eff.TotalTimeoutMS, svcP.TotalTimeoutMS, podP.TotalTimeoutMS),
-		MaxToolResultBytes: lim(eff.MaxToolResultBytes, svcP.MaxToolResultBytes, podP.MaxToolResultBytes),
+		MaxRounds:            lim(eff.MaxRounds, svcP.MaxRounds, podP.MaxRounds),
+		TimeoutPerToolMS:     lim(eff.TimeoutPerToolMS, svcP.TimeoutPerToolMS, podP.TimeoutPerToolMS),
+		TotalTimeoutMS:       lim(eff.TotalTimeoutMS, svcP.TotalTimeoutMS, podP.TotalTimeoutMS),
+		MaxToolResultBytes:   lim(eff.MaxToolResultBytes, svcP.MaxToolResultBytes, podP.MaxToolResultBytes),
+		MaxToolCallsPerRound: lim(eff.MaxToolCallsPerRound, svcP.MaxToolCallsPerRound, podP.MaxToolCallsPerRound),
+		MaxToolCallsPerTurn:  lim(eff.MaxToolCallsPerTurn, svcP.MaxToolCallsPerTurn, podP.MaxToolCallsPerTurn),
 	}
 }
 

@@ -29,7 +29,7 @@ func TestBuildProvenance(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "claw-pod.yml"), `
 x-claw:
-  tool-policy: {max-rounds: 5, total-timeout-ms: 60000}
+  tool-policy: {max-rounds: 5, total-timeout-ms: 60000, max-tool-calls-per-turn: 100}
 services:
   notes:
     image: notes:test
@@ -40,7 +40,7 @@ services:
       cllama: passthrough
       tools: [notes]
       feeds: [{source: notes, name: recent}]
-      tool-policy: {max-rounds: 2}
+      tool-policy: {max-rounds: 2, max-tool-calls-per-round: 10}
   plain:
     image: bot:test
     x-claw:
@@ -110,7 +110,8 @@ services:
 		t.Errorf("feed %+v", f)
 	}
 	pol := bot.Policy
-	if pol.MaxRounds != (Limit{2, "service x-claw.tool-policy"}) || pol.TotalTimeoutMS != (Limit{60000, "pod x-claw.tool-policy"}) || pol.TimeoutPerToolMS.From != "default" {
+	if pol.MaxRounds != (Limit{2, "service x-claw.tool-policy"}) || pol.TotalTimeoutMS != (Limit{60000, "pod x-claw.tool-policy"}) || pol.TimeoutPerToolMS.From != "default" ||
+		pol.MaxToolCallsPerRound != (Limit{10, "service x-claw.tool-policy"}) || pol.MaxToolCallsPerTurn != (Limit{100, "pod x-claw.tool-policy"}) {
 		t.Errorf("policy %+v", pol)
 	}
 	var notes *Service

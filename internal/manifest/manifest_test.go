@@ -28,6 +28,13 @@ func TestParseToolsDefaultsAndOverrides(t *testing.T) {
 	if m.Policy != want {
 		t.Fatalf("policy = %+v, want %+v", m.Policy, want)
 	}
+	if want.MaxToolCallsPerRound != 32 || want.MaxToolCallsPerTurn != 128 {
+		t.Fatalf("default call caps = %d/%d, want 32/128", want.MaxToolCallsPerRound, want.MaxToolCallsPerTurn)
+	}
+	caps, err := ParseTools([]byte(strings.Replace(validTools, `"max_rounds": 3`, `"max_tool_calls_per_round": 2, "max_tool_calls_per_turn": 5`, 1)))
+	if err != nil || caps.Policy.MaxToolCallsPerRound != 2 || caps.Policy.MaxToolCallsPerTurn != 5 {
+		t.Fatalf("call caps: %+v, %v", caps, err)
+	}
 	if !m.Tools[0].Annotations.IsReadOnly() {
 		t.Fatal("readOnly annotation lost")
 	}
@@ -41,6 +48,8 @@ func TestParseToolsErrorsNameTheField(t *testing.T) {
 		"schema not obj":   {`"inputSchema": {"type":"object","properties":{"claw_id":{"type":"string"}}}`, `"inputSchema": []`, "tools[0].inputSchema"},
 		"zero rounds":      {`"max_rounds": 3`, `"max_rounds": 0`, "policy.max_rounds"},
 		"total below tool": {`"max_rounds": 3`, `"total_timeout_ms": 10`, "policy.total_timeout_ms"},
+		"zero calls/round": {`"max_rounds": 3`, `"max_tool_calls_per_round": 0`, "policy.max_tool_calls_per_round"},
+		"turn below round": {`"max_rounds": 3`, `"max_tool_calls_per_turn": 4`, "policy.max_tool_calls_per_turn"},
 		"service mismatch": {`"service":"trading-api"`, `"service":"other"`, "tools[0].execution.service"},
 		"version":          {`"version": 1`, `"version": 7`, "version"},
 		"bearer no token":  {`"token":"t"`, `"token":""`, "tools[0].execution.auth.token"},

@@ -17,6 +17,11 @@ const (
 	DefaultTimeoutPerToolMS   = 30000
 	DefaultTotalTimeoutMS     = 120000
 	DefaultMaxToolResultBytes = 16384
+	// A model response may carry any number of tool calls; these bound how
+	// many of them cllama answers by running them (issue 20: one response
+	// with 10,000 calls must not become 10,000 service calls).
+	DefaultMaxToolCallsPerRound = 32
+	DefaultMaxToolCallsPerTurn  = 128
 )
 
 // Tools is <context>/<agent-id>/tools.json: the mediated execution manifest.
@@ -106,11 +111,23 @@ type Policy struct {
 	TimeoutPerToolMS   int `json:"timeout_per_tool_ms"`
 	TotalTimeoutMS     int `json:"total_timeout_ms"`
 	MaxToolResultBytes int `json:"max_tool_result_bytes"`
+	// MaxToolCallsPerRound bounds the managed calls run for one model
+	// response, MaxToolCallsPerTurn those run for one runner request;
+	// calls beyond either are answered too_many_tool_calls, not run.
+	MaxToolCallsPerRound int `json:"max_tool_calls_per_round"`
+	MaxToolCallsPerTurn  int `json:"max_tool_calls_per_turn"`
 }
 
 // DefaultPolicy returns the spec's defaults.
 func DefaultPolicy() Policy {
-	return Policy{DefaultMaxRounds, DefaultTimeoutPerToolMS, DefaultTotalTimeoutMS, DefaultMaxToolResultBytes}
+	return Policy{
+		MaxRounds:            DefaultMaxRounds,
+		TimeoutPerToolMS:     DefaultTimeoutPerToolMS,
+		TotalTimeoutMS:       DefaultTotalTimeoutMS,
+		MaxToolResultBytes:   DefaultMaxToolResultBytes,
+		MaxToolCallsPerRound: DefaultMaxToolCallsPerRound,
+		MaxToolCallsPerTurn:  DefaultMaxToolCallsPerTurn,
+	}
 }
 
 // WithDefaults fills zero fields from DefaultPolicy.
@@ -128,22 +145,33 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxToolResultBytes == 0 {
 		p.MaxToolResultBytes = d.MaxToolResultBytes
 	}
+	if p.MaxToolCallsPerRound == 0 {
+		p.MaxToolCallsPerRound = d.MaxToolCallsPerRound
+	}
+	if p.MaxToolCallsPerTurn == 0 {
+		p.MaxToolCallsPerTurn = d.MaxToolCallsPerTurn
+	}
 	return p
 }
 
-// Validate checks that every limit is positive and the total timeout covers
-// at least one tool call. prefix names the location in error messages.
+// Validate checks that every limit is positive, the total timeout covers
+// at least one tool call and a turn allows at least one full round of
+// calls. prefix names the location in error messages.
 func (p Policy) Validate(prefix string) error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"max_rounds", p.MaxRounds}, {"timeout_per_tool_ms", p.TimeoutPerToolMS}, {"total_timeout_ms", p.TotalTimeoutMS}, {"max_tool_result_bytes", p.MaxToolResultBytes}} {
+	}{{"max_rounds", p.MaxRounds}, {"timeout_per_tool_ms", p.TimeoutPerToolMS}, {"total_timeout_ms", p.TotalTimeoutMS}, {"max_tool_result_bytes", p.MaxToolResultBytes},
+		{"max_tool_calls_per_round", p.MaxToolCallsPerRound}, {"max_tool_calls_per_turn", p.MaxToolCallsPerTurn}} {
 		if f.v <= 0 {
 			return fmt.Errorf("%s.%s: must be > 0, got %d", prefix, f.name, f.v)
 		}
 	}
 	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
 		return fmt.Errorf("%s.total_timeout_ms: %d is below timeout_per_tool_ms %d; raise it or lower the per-tool timeout", prefix, p.TotalTimeoutMS, p.TimeoutPerToolMS)
+	}
+	if p.MaxToolCallsPerTurn < p.MaxToolCallsPerRound {
+		return fmt.Errorf("%s.max_tool_calls_per_turn: %d is below max_tool_calls_per_round %d; raise it or lower the per-round cap", prefix, p.MaxToolCallsPerTurn, p.MaxToolCallsPerRound)
 	}
 	return nil
 }
@@ -182,10 +210,12 @@ func ParseTools(data []byte) (*Tools, error) {
 	}
 	if len(raw.Policy) > 0 && !bytes.Equal(raw.Policy, []byte("null")) {
 		var p struct {
-			MaxRounds          *int `json:"max_rounds"`
-			TimeoutPerToolMS   *int `json:"timeout_per_tool_ms"`
-			TotalTimeoutMS     *int `json:"total_timeout_ms"`
-			MaxToolResultBytes *int `json:"max_tool_result_bytes"`
+			MaxRounds            *int `json:"max_rounds"`
+			TimeoutPerToolMS     *int `json:"timeout_per_tool_ms"`
+			TotalTimeoutMS       *int `json:"total_timeout_ms"`
+			MaxToolResultBytes   *int `json:"max_tool_result_bytes"`
+			MaxToolCallsPerRound *int `json:"max_tool_calls_per_round"`
+			MaxToolCallsPerTurn  *int `json:"max_tool_calls_per_turn"`
 		}
 		if err := decodeOne(raw.Policy, &p); err != nil {
 			return nil, fmt.Errorf("tools.json: policy: %w", err)
@@ -199,6 +229,8 @@ func ParseTools(data []byte) (*Tools, error) {
 		set(&m.Policy.TimeoutPerToolMS, p.TimeoutPerToolMS)
 		set(&m.Policy.TotalTimeoutMS, p.TotalTimeoutMS)
 		set(&m.Policy.MaxToolResultBytes, p.MaxToolResultBytes)
+		set(&m.Policy.MaxToolCallsPerRound, p.MaxToolCallsPerRound)
+		set(&m.Policy.MaxToolCallsPerTurn, p.MaxToolCallsPerTurn)
 	}
 	if err := m.Policy.Validate("tools.json: policy"); err != nil {
 		return nil, err

@@ -23,6 +23,18 @@ import (
 // the key, and system messages are left out because feeds rewrite them on
 // every turn (spec 003).
 //
+// A key names one turn. Two conversations of an agent whose visible
+// messages are identical, answer included (templated prompts), reach the
+// same key, and nothing the runner sends back separates them: the runner
+// resends the answer's content, never the response id cllama returned
+// (neither format's request carries one). So a key is claimed once
+// (Store.PutOnce); a second turn ending at the same key marks it
+// ambiguous, and neither turn's hidden rounds are restored (with an audit
+// error), rather than one conversation receiving another's. Where the
+// runner does echo something unique — the ids of native tool calls a
+// handoff ends with — that is part of the canonical message and the keys
+// differ.
+//
 // A handoff (hidden rounds followed by a native-only response) is the same
 // mechanism: its key ends at the native tool-call message, so the runner's
 // follow-up carrying the native results gets the hidden transcript inserted

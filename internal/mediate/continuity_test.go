@@ -86,6 +86,76 @@ func TestContinuityAcrossTurnsAndRestart(t *testing.T) {
 	}
 }
 
+// A hidden transcript over the store's per-entry cap is not kept, and the
+// audit says so; the turn itself is answered as usual.
+func TestContinuityEntryTooLargeIsAudited(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{maxEntryBytes: 64 << 10})
+			big := fmt.Sprintf(`{"q":%q}`, strings.Repeat("y", 100<<10))
+			h.up.script = []step{{Calls: []tcall{call("c1", echo, big)}}, {Text: "answer1"}, {Text: "answer2"}}
+			ctx := context.Background()
+			if f := k.decodeFinal(t, h.post(ctx, k.runnerRequest([]tmsg{{Role: "user", Text: "q1"}}, nil, false, nil)), false); f.Text != "answer1" {
+				t.Fatalf("answer %q", f.Text)
+			}
+			h.waitEntries(t, 1)
+			var found bool
+			for _, e := range h.audit.events() {
+				if e.Type == "error" && strings.Contains(e.Error, "continuity not kept") && strings.Contains(e.Error, "65536") {
+					found = true
+				}
+			}
+			if !found || h.med.opt.Continuity.Len() != 0 {
+				t.Fatalf("no audit event for the dropped hidden round (%d entries kept): %+v", h.med.opt.Continuity.Len(), h.audit.events())
+			}
+			turn2 := []tmsg{{Role: "user", Text: "q1"}, {Role: "assistant", Text: "answer1"}, {Role: "user", Text: "q2"}}
+			k.decodeFinal(t, h.post(ctx, k.runnerRequest(turn2, nil, false, nil)), false)
+			if got := roles(h.up.requests()[2].Msgs); got != "user(q1) assistant(answer1) user(q2)" {
+				t.Errorf("turn 2 transcript %s", got)
+			}
+		})
+	}
+}
+
+// Issue 20: two conversations of one agent whose visible transcripts are
+// identical (a templated prompt, the same answer text) must not share
+// hidden rounds. Nothing the runner sends back tells them apart, so the
+// key they share restores neither.
+func TestIdenticalConversationsDoNotShareContinuity(t *testing.T) {
+	for _, k := range kits {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", k.format(), stream), func(t *testing.T) {
+				h := newHarness(t, k, harnessOptions{})
+				h.up.script = []step{
+					{Calls: []tcall{call("cA", echo, `{"q":"conversation A"}`)}}, {Text: "report ready"},
+					{Calls: []tcall{call("cB", echo, `{"q":"conversation B"}`)}}, {Text: "report ready"},
+					{Text: "details"},
+				}
+				ctx := context.Background()
+				first := []tmsg{{Role: "user", Text: "daily report"}}
+				for range 2 {
+					if f := k.decodeFinal(t, h.post(ctx, k.runnerRequest(first, nil, stream, nil)), stream); f.Text != "report ready" {
+						t.Fatalf("answer %q", f.Text)
+					}
+				}
+				h.waitEntries(t, 2)
+				next := []tmsg{{Role: "user", Text: "daily report"}, {Role: "assistant", Text: "report ready"}, {Role: "user", Text: "details?"}}
+				k.decodeFinal(t, h.post(ctx, k.runnerRequest(next, nil, stream, nil)), stream)
+				if got := roles(h.up.requests()[4].Msgs); got != "user(daily report) assistant(report ready) user(details?)" {
+					t.Errorf("conversation A's next turn went upstream as\n %s\nwant no hidden round (cB is conversation B's)", got)
+				}
+				var audited bool
+				for _, e := range h.audit.events() {
+					audited = audited || (e.Type == "error" && strings.Contains(e.Error, "continuity not kept") && strings.Contains(e.Error, "same visible transcript"))
+				}
+				if !audited {
+					t.Error("no audit event for the ambiguous continuity key")
+				}
+			})
+		}
+	}
+}
+
 func TestHandoffInsertsHiddenRoundsBeforeNativeCall(t *testing.T) {
 	for _, k := range kits {
 		for _, stream := range []bool{false, true} {

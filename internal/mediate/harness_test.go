@@ -233,6 +233,8 @@ type harnessOptions struct {
 	keepalive time.Duration
 	stateDir  string
 	runner    toolexec.Runner
+	// maxEntryBytes is the continuity store's per-entry cap (0: default).
+	maxEntryBytes int64
 }
 
 func newHarness(t *testing.T, k kit, o harnessOptions) *harness {
@@ -260,7 +262,7 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 	if ka == 0 {
 		ka = time.Hour
 	}
-	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka})
+	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -55,6 +55,12 @@ type Options struct {
 	StateDir string
 	// MaxContinuityEntries bounds the continuity store (default 4096).
 	MaxContinuityEntries int
+	// ContinuityMaxBytes bounds the continuity store's total size, least
+	// recently used entries going first (default 64 MiB).
+	ContinuityMaxBytes int64
+	// ContinuityMaxEntryBytes bounds one turn's hidden transcript; a
+	// larger one is not kept, with an audit error saying so (default 4 MiB).
+	ContinuityMaxEntryBytes int64
 	// ContinuityMaxAge drops continuity entries unused this long
 	// (default 7 days).
 	ContinuityMaxAge time.Duration
@@ -103,7 +109,8 @@ func New(o Options) (*Mediator, error) {
 		return nil, errors.New("mediate: Options.Runner is required")
 	}
 	if o.Continuity == nil {
-		store, err := OpenStore(StoreOptions{Dir: o.StateDir, MaxEntries: o.MaxContinuityEntries, MaxAge: o.ContinuityMaxAge, Now: o.Now})
+		store, err := OpenStore(StoreOptions{Dir: o.StateDir, MaxEntries: o.MaxContinuityEntries, MaxBytes: o.ContinuityMaxBytes,
+			MaxEntryBytes: o.ContinuityMaxEntryBytes, MaxAge: o.ContinuityMaxAge, Now: o.Now})
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,13 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 	case managedPrefix:
 		for i := 0; i < p.prefix; i++ {
 			keep = append(keep, i)
+			if env, over := t.overCap(i, p.prefix); over {
+				tc, res := t.answer(round, resp.Calls[i], p.tools[i], rawArguments(resp.Calls[i].Arguments), env, 0)
+				trace = append(trace, tc)
+				results = append(results, res)
+				continue
+			}
+			t.managed++
 			tc, res := t.execute(ctx, round, resp.Calls[i], p.tools[i])
 			trace = append(trace, tc)
 			results = append(results, res)
@@ -81,6 +88,21 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 		t.f.RelaxToolChoice(t.req)
 	}
 	return nil
+}
+
+// overCap answers call i of a response with n managed calls when it is
+// past max_tool_calls_per_round or max_tool_calls_per_turn: a model (or a
+// prompt injected into it) cannot turn one response into thousands of
+// service calls. Calls past a cap are answered, not dropped, because both
+// formats require a result for every call of the assistant turn.
+func (t *turn) overCap(i, n int) (toolexec.Envelope, bool) {
+	switch {
+	case i >= t.policy.MaxToolCallsPerRound:
+		return toolexec.Fail(toolexec.CodeTooManyCalls, fmt.Sprintf("not executed: this response made %d managed tool calls and at most %d are run per response (max_tool_calls_per_round); make the calls that matter in a response of their own", n, t.policy.MaxToolCallsPerRound), 0), true
+	case t.managed >= t.policy.MaxToolCallsPerTurn:
+		return toolexec.Fail(toolexec.CodeTooManyCalls, fmt.Sprintf("not executed: this turn already ran %d managed tool calls, the most allowed per turn (max_tool_calls_per_turn); answer with the results you have", t.policy.MaxToolCallsPerTurn), 0), true
+	}
+	return toolexec.Envelope{}, false
 }
 
 // rejection is the structured instruction for a native-first or
@@ -209,7 +231,7 @@ func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.Raw
 	if !env.OK {
 		status = env.Error.Code
 	}
-	if tool != nil || status == toolexec.CodeUnknownTool {
+	if tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
 		t.m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
 			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency)})
 	}

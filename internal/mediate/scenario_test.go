@@ -3,6 +3,7 @@ package mediate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -306,6 +307,70 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		name:   "call caps: calls past max_tool_calls_per_round, then past max_tool_calls_per_turn, answered too_many_tool_calls without running",
+		policy: manifest.Policy{MaxToolCallsPerRound: 2, MaxToolCallsPerTurn: 3},
+		script: []step{
+			{Calls: []tcall{call("c1", echo, `{"q":"1"}`), call("c2", echo, `{"q":"2"}`), call("c3", echo, `{"q":"3"}`), call("c4", add, `{"a":1,"b":2}`)}},
+			{Calls: []tcall{call("c5", echo, `{"q":"5"}`), call("c6", echo, `{"q":"6"}`)}},
+			{Text: "done"},
+		},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "done")
+			if h.svc.count("echo") != 3 || h.svc.count("add") != 0 {
+				t.Errorf("service hits = %v, want echo 3 (q 1, 2, 5) and add 0", h.svc.hits)
+			}
+			codes := func(res []tresult) (out []string) {
+				for _, x := range res {
+					if x.Env.OK {
+						out = append(out, "ok")
+					} else {
+						out = append(out, x.Env.Error.Code)
+					}
+				}
+				return out
+			}
+			tm := toolexec.CodeTooManyCalls
+			if got := codes(r.up[1].Msgs[2].Results); !slices.Equal(got, []string{"ok", "ok", tm, tm}) {
+				t.Errorf("round 1 results = %v", got)
+			}
+			if msg := r.up[1].Msgs[2].Results[2].Env.Error.Message; !strings.Contains(msg, "max_tool_calls_per_round") {
+				t.Errorf("round cap message = %q", msg)
+			}
+			res2 := r.up[2].Msgs[4].Results
+			if got := codes(res2); !slices.Equal(got, []string{"ok", tm}) || !strings.Contains(res2[1].Env.Error.Message, "max_tool_calls_per_turn") {
+				t.Errorf("round 2 results = %v %+v", got, res2)
+			}
+			tr := lastEntry(t, h).ToolTrace
+			if len(tr) != 2 || len(tr[0].ToolCalls) != 4 || tr[0].ToolCalls[3].Name != "calc.add" || !strings.Contains(string(tr[0].ToolCalls[3].Result), tm) ||
+				len(tr[1].ToolCalls) != 2 || !strings.Contains(string(tr[1].ToolCalls[1].Result), tm) {
+				t.Errorf("trace = %+v", tr)
+			}
+			var refused []string
+			for _, ev := range toolEvents(h) {
+				if ev.Status == tm {
+					refused = append(refused, ev.Tool)
+				}
+			}
+			if !slices.Equal(refused, []string{"svc.echo", "calc.add", "svc.echo"}) {
+				t.Errorf("refused calls in the audit = %v", refused)
+			}
+		},
+	},
+	{
+		name:   "call caps by default: one response with 200 distinct calls runs 32 of them",
+		script: []step{{Calls: manyCalls(200)}, {Text: "done"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			wantText(t, r, "done")
+			if n := h.svc.count("echo"); n != manifest.DefaultMaxToolCallsPerRound {
+				t.Errorf("echo ran %d times, want %d", n, manifest.DefaultMaxToolCallsPerRound)
+			}
+			res := r.up[1].Msgs[2].Results
+			if len(res) != 200 || res[31].Env.Error != nil || res[32].Env.Error == nil || res[32].Env.Error.Code != toolexec.CodeTooManyCalls || res[199].Env.Error.Code != toolexec.CodeTooManyCalls {
+				t.Errorf("%d results", len(res))
+			}
+		},
+	},
+	{
 		name:   "max_rounds exhausted: 502 with a clear body, history error",
 		policy: manifest.Policy{MaxRounds: 2},
 		script: []step{
@@ -437,6 +502,15 @@ func runScenario(t *testing.T, k kit, sc scenario, stream bool) {
 	if sc.check != nil {
 		sc.check(t, h, r)
 	}
+}
+
+// manyCalls is n distinct echo calls.
+func manyCalls(n int) []tcall {
+	out := make([]tcall, n)
+	for i := range out {
+		out[i] = call(fmt.Sprintf("c%d", i), echo, fmt.Sprintf(`{"q":"%d"}`, i))
+	}
+	return out
 }
 
 func toolChoiceNaming(k kit, name string) map[string]any {

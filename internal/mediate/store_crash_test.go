@@ -41,7 +41,7 @@ func TestStoreCrashHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestStoreKill9UnderLoad")
 	}
-	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20})
+	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20, MaxBytes: 1 << 40})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -107,7 +107,7 @@ func TestStoreKill9UnderLoad(t *testing.T) {
 		}
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
-	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20})
+	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20, MaxBytes: 1 << 40})
 	if err != nil {
 		t.Fatal(err)
 	}

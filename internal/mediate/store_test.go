@@ -2,9 +2,13 @@ package mediate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,12 +69,135 @@ func TestStoreReloadsAndDropsCorruptFiles(t *testing.T) {
 	if got, ok := s2.Get("abc"); !ok || string(got[0]) != `"x"` {
 		t.Errorf("reloaded %v %s", ok, got)
 	}
+	// Files are read when needed: the torn one is dropped when it is.
+	if _, ok := s2.Get("torn"); ok {
+		t.Error("a torn file was used")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "torn.json")); !os.IsNotExist(err) {
 		t.Error("corrupt file kept")
 	}
 	if s2.Len() != 1 {
 		t.Errorf("len %d", s2.Len())
 	}
+}
+
+// bigMessages is an entry of about n bytes.
+func bigMessages(key string, n int) []json.RawMessage {
+	return []json.RawMessage{json.RawMessage(strconv.Quote(key + strings.Repeat("x", n-len(key)-2)))}
+}
+
+func storeDirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, de := range des {
+		if fi, err := de.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// Issue 20: 300 conversations of 512 KiB hidden rounds left 160 MiB on
+// disk, all of it reloaded into memory at start. A store is bounded by
+// total bytes (oldest out) and per entry, on disk and in memory alike.
+func TestStoreBoundedByBytes(t *testing.T) {
+	for _, persist := range []bool{true, false} {
+		t.Run(fmt.Sprintf("persist=%v", persist), func(t *testing.T) {
+			clock := &fakeClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			dir := ""
+			if persist {
+				dir = t.TempDir()
+			}
+			s, err := OpenStore(StoreOptions{Dir: dir, MaxBytes: 4 << 20, MaxEntryBytes: 1 << 20, Now: clock.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				clock.t = clock.t.Add(time.Second)
+				if err := s.Put(fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 520<<10)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s.Bytes() > 4<<20 || s.Len() != 7 {
+				t.Errorf("%d entries, %d bytes; want the newest 7 within 4 MiB", s.Len(), s.Bytes())
+			}
+			if persist && storeDirBytes(t, dir) > 4<<20 {
+				t.Errorf("%d bytes on disk, over the 4 MiB bound", storeDirBytes(t, dir))
+			}
+			if _, ok := s.Get("k12"); ok {
+				t.Error("an evicted (oldest) entry is still there")
+			}
+			if got, ok := s.Get("k19"); !ok || !strings.HasPrefix(string(got[0]), `"19x`) {
+				t.Error("the newest entry is missing")
+			}
+			before := s.Bytes()
+			err = s.Put("huge", bigMessages("huge", 2<<20))
+			if !errors.Is(err, ErrEntryTooLarge) {
+				t.Fatalf("Put of 2 MiB over a 1 MiB entry cap: %v", err)
+			}
+			if _, ok := s.Get("huge"); ok || s.Bytes() != before {
+				t.Error("an entry over the per-entry cap was kept")
+			}
+			if !persist {
+				return
+			}
+			// Reopened with a smaller bound, the store sheds its oldest.
+			s2, err := OpenStore(StoreOptions{Dir: dir, MaxBytes: 2 << 20, Now: clock.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := storeDirBytes(t, dir); got > 2<<20 || s2.Len() != 3 {
+				t.Errorf("reopened: %d entries, %d bytes on disk", s2.Len(), got)
+			}
+			if _, ok := s2.Get("k19"); !ok {
+				t.Error("the newest entry did not survive the reopen")
+			}
+		})
+	}
+}
+
+// Opening a store reads none of its entries: a restart over a large store
+// costs memory for the index, not for the hidden transcripts.
+func TestStoreReloadHoldsNoMessages(t *testing.T) {
+	dir := t.TempDir()
+	const entries = 48 // 24 MiB
+	func() {
+		s, err := OpenStore(StoreOptions{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range entries {
+			if err := s.Put(fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 512<<10)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	base := heap()
+	s, err := OpenStore(StoreOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := int64(heap()) - int64(base)
+	if s.Len() != entries {
+		t.Fatalf("%d entries indexed, want %d", s.Len(), entries)
+	}
+	if held > 2<<20 {
+		t.Errorf("opening a store of %d MiB holds %d KiB of heap; want the index only", storeDirBytes(t, dir)>>20, held>>10)
+	}
+	if got, ok := s.Get("k07"); !ok || !strings.HasPrefix(string(got[0]), `"7x`) {
+		t.Error("an entry did not read back")
+	}
+	runtime.KeepAlive(s)
 }
 
 func TestAliases(t *testing.T) {
@@ -112,5 +239,55 @@ func TestCatalogAliasesAreCollisionFree(t *testing.T) {
 	c2, _ := cc.get(m, nil)
 	if c1 != c2 {
 		t.Error("catalog rebuilt for the same manifest")
+	}
+}
+
+// A key claimed twice with PutOnce restores nothing, also after a restart;
+// Put still replaces.
+func TestStorePutOnceMarksAmbiguousKeys(t *testing.T) {
+	for _, persist := range []bool{true, false} {
+		t.Run(fmt.Sprintf("persist=%v", persist), func(t *testing.T) {
+			dir := ""
+			if persist {
+				dir = t.TempDir()
+			}
+			s, err := OpenStore(StoreOptions{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutOnce("k", msgs("a")); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := s.Get("k"); !ok || string(got[0]) != `"a"` {
+				t.Fatal("first claim not stored")
+			}
+			if err := s.PutOnce("k", msgs("b")); !errors.Is(err, ErrAmbiguous) {
+				t.Fatalf("second claim: %v, want ErrAmbiguous", err)
+			}
+			if err := s.PutOnce("k", msgs("c")); !errors.Is(err, ErrAmbiguous) {
+				t.Fatalf("third claim: %v, want ErrAmbiguous", err)
+			}
+			if _, ok := s.Get("k"); ok {
+				t.Error("an ambiguous key restored messages")
+			}
+			if persist {
+				again, err := OpenStore(StoreOptions{Dir: dir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := again.Get("k"); ok {
+					t.Error("an ambiguous key restored messages after a restart")
+				}
+				if err := again.PutOnce("k", msgs("d")); !errors.Is(err, ErrAmbiguous) {
+					t.Errorf("claim after a restart: %v, want ErrAmbiguous", err)
+				}
+			}
+			if err := s.Put("k", msgs("e")); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := s.Get("k"); !ok || string(got[0]) != `"e"` {
+				t.Error("Put did not replace")
+			}
+		})
 	}
 }

@@ -32,7 +32,10 @@ type turn struct {
 	rounds []history.Round
 	usage  wire.Usage
 	calls  int // upstream calls made
-	seen   map[string]*seenCall
+	// managed counts the managed calls answered so far (run or refused
+	// one by one), against max_tool_calls_per_turn.
+	managed int
+	seen    map[string]*seenCall
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -184,13 +187,22 @@ func (t *turn) finish(resp *wire.Response) outcome {
 
 // remember stores this turn's hidden messages under the chain ending at the
 // message the runner will keep: the final answer or the native tool calls.
+// A key names one turn for good (Store.PutOnce): a second turn ending at
+// the same visible transcript makes it ambiguous rather than taking it
+// over, so one conversation never receives another's hidden rounds.
 func (t *turn) remember(resp *wire.Response) {
 	msg, err := t.f.AssistantTurn(resp, nil)
 	if err != nil {
 		return
 	}
 	key := continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(canonOf(t.f, t.m.canon, msg).digest))
-	if err := t.m.opt.Continuity.Put(key, t.hidden); err != nil {
+	err = t.m.opt.Continuity.PutOnce(key, t.hidden)
+	switch {
+	case errors.Is(err, ErrAmbiguous):
+		t.m.auditError(t.x, "continuity not kept: another turn of this agent already ended at the same visible transcript (same messages, same answer), and nothing the runner sends back tells the two conversations apart; the hidden tool rounds of neither will be restored")
+	case errors.Is(err, ErrEntryTooLarge):
+		t.m.auditError(t.x, fmt.Sprintf("continuity not kept: the hidden tool rounds of this turn (%d messages) are too large to keep (%v; CLLAMA_CONTINUITY_MAX_ENTRY_BYTES), so the model will not see them in this conversation's next request", len(t.hidden), err))
+	case err != nil:
 		t.m.auditError(t.x, "continuity store: "+err.Error())
 	}
 }

@@ -469,6 +469,8 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 		{"timeout-per-tool-ms", &p.TimeoutPerToolMS},
 		{"total-timeout-ms", &p.TotalTimeoutMS},
 		{"max-tool-result-bytes", &p.MaxToolResultBytes},
+		{"max-tool-calls-per-round", &p.MaxToolCallsPerRound},
+		{"max-tool-calls-per-turn", &p.MaxToolCallsPerTurn},
 	}
 	known := make([]string, len(fields))
 	for i, f := range fields {
@@ -491,6 +493,9 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 	}
 	if p.TotalTimeoutMS != nil && p.TimeoutPerToolMS != nil && *p.TotalTimeoutMS < *p.TimeoutPerToolMS {
 		return p, d.errf(key+".total-timeout-ms", "raise total-timeout-ms or lower timeout-per-tool-ms", "%d is below timeout-per-tool-ms %d", *p.TotalTimeoutMS, *p.TimeoutPerToolMS)
+	}
+	if p.MaxToolCallsPerTurn != nil && p.MaxToolCallsPerRound != nil && *p.MaxToolCallsPerTurn < *p.MaxToolCallsPerRound {
+		return p, d.errf(key+".max-tool-calls-per-turn", "raise max-tool-calls-per-turn or lower max-tool-calls-per-round", "%d is below max-tool-calls-per-round %d", *p.MaxToolCallsPerTurn, *p.MaxToolCallsPerRound)
 	}
 	return p, nil
 }

@@ -158,6 +158,10 @@ type PolicySpec struct {
 	TimeoutPerToolMS   *int
 	TotalTimeoutMS     *int
 	MaxToolResultBytes *int
+	// MaxToolCallsPerRound and MaxToolCallsPerTurn cap the managed calls
+	// run per model response and per runner request.
+	MaxToolCallsPerRound *int
+	MaxToolCallsPerTurn  *int
 }
 
 // MCPStdio is x-claw.mcp-stdio: the stdio MCP server the wrapper runs.

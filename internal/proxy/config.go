@@ -43,6 +43,13 @@ type Config struct {
 	// loop's continuity store (CLLAMA_STATE_DIR / -state-dir). Empty means
 	// <HistoryDir>/.continuity when history is on, else memory only.
 	StateDir string
+	// ContinuityMaxBytes bounds the continuity store's total size and
+	// ContinuityMaxEntryBytes one turn's entry in it
+	// (CLLAMA_CONTINUITY_MAX_BYTES / -continuity-max-bytes,
+	// CLLAMA_CONTINUITY_MAX_ENTRY_BYTES / -continuity-max-entry-bytes);
+	// zero means mediate's defaults.
+	ContinuityMaxBytes      int64
+	ContinuityMaxEntryBytes int64
 
 	// MaxBodyBytes bounds a runner's request body; larger is a 413
 	// (CLLAMA_MAX_BODY_BYTES / -max-body-bytes).
@@ -140,13 +147,18 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.HistoryFsync, "CLLAMA_HISTORY_FSYNC")
 
 	var errs []error
-	if v := env["CLLAMA_MAX_BODY_BYTES"]; v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("CLLAMA_MAX_BODY_BYTES: %q must be a positive number of bytes", v))
+	size := func(dst *int64, key string) {
+		if v := env[key]; v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q must be a positive number of bytes", key, v))
+			}
+			*dst = n
 		}
-		c.MaxBodyBytes = n
 	}
+	size(&c.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES")
+	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
+	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
 	dur := func(dst *time.Duration, key string) {
 		if v := env[key]; v != "" {
 			d, err := time.ParseDuration(v)
@@ -188,6 +200,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
 	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
+	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
+	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
@@ -206,6 +220,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	switch {
 	case c.MaxBodyBytes <= 0:
 		return c, fmt.Errorf("-max-body-bytes: must be > 0")
+	case c.ContinuityMaxBytes < 0, c.ContinuityMaxEntryBytes < 0:
+		return c, fmt.Errorf("-continuity-max-bytes, -continuity-max-entry-bytes: must be >= 0")
 	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0:
 		return c, fmt.Errorf("timeouts must be > 0")
 	}

@@ -27,14 +27,16 @@ func TestLoadConfigEnvAndFlags(t *testing.T) {
 	env := []string{
 		"LISTEN_ADDR=:9999", "CLAW_CONTEXT_ROOT=/ctx", "CLAW_AUTH_DIR=/auth", "CLAW_SESSION_HISTORY_DIR=/hist", "CLAW_POD=desk",
 		"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_STREAM_IDLE_TIMEOUT=5s", "CLLAMA_HISTORY_FSYNC=always",
+		"CLLAMA_CONTINUITY_MAX_BYTES=5000000", "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES=1000",
 		"OPENAI_API_KEY=sk-o", "ANTHROPIC_BASE_URL=http://mock:1/v1", "PATH=/bin",
 	}
-	c, err := LoadConfig([]string{"-listen", ":7000", "-first-byte-timeout", "3s"}, env, io.Discard)
+	c, err := LoadConfig([]string{"-listen", ":7000", "-first-byte-timeout", "3s", "-continuity-max-entry-bytes", "2000"}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ListenAddr != ":7000" || c.ContextRoot != "/ctx" || c.AuthDir != "/auth" || c.HistoryDir != "/hist" || c.Pod != "desk" ||
-		c.MaxBodyBytes != 1000 || c.StreamIdleTimeout != 5*time.Second || c.FirstByteTimeout != 3*time.Second || c.HistoryFsync != "always" {
+		c.MaxBodyBytes != 1000 || c.StreamIdleTimeout != 5*time.Second || c.FirstByteTimeout != 3*time.Second || c.HistoryFsync != "always" ||
+		c.ContinuityMaxBytes != 5000000 || c.ContinuityMaxEntryBytes != 2000 {
 		t.Fatalf("%+v", c)
 	}
 	if c.ProviderEnv["openai"].APIKey != "sk-o" || c.ProviderEnv["anthropic"].BaseURL != "http://mock:1/v1" {
@@ -50,6 +52,8 @@ func TestLoadConfigErrors(t *testing.T) {
 	}{
 		{nil, []string{"CLLAMA_MAX_BODY_BYTES=lots"}, "CLLAMA_MAX_BODY_BYTES"},
 		{nil, []string{"CLLAMA_FIRST_BYTE_TIMEOUT=5"}, "CLLAMA_FIRST_BYTE_TIMEOUT"},
+		{nil, []string{"CLLAMA_CONTINUITY_MAX_BYTES=64MiB"}, "CLLAMA_CONTINUITY_MAX_BYTES"},
+		{nil, []string{"CLLAMA_CONTINUITY_MAX_ENTRY_BYTES=0"}, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES"},
 		{[]string{"stray"}, nil, "unexpected arguments"},
 		{[]string{"-max-body-bytes", "0"}, nil, "must be > 0"},
 		{nil, []string{"CLLAMA_HISTORY_FSYNC=sometimes"}, "CLLAMA_HISTORY_FSYNC"},

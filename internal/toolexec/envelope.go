@@ -49,6 +49,7 @@ const (
 	CodeDuplicate        = "duplicate_tool_call"
 	CodeRejected         = "tool_call_rejected" // ownership rule
 	CodeCanceled         = "canceled"
+	CodeTooManyCalls     = "too_many_tool_calls" // max_tool_calls_per_round/_per_turn
 )
 
 // JSON-RPC codes.
