@@ -64,6 +64,7 @@ type Server struct {
 	cfg       Config
 	agents    *agentctx.Store
 	providers *providerSource
+	router    modelRouter
 	transport http.RoundTripper
 	audit     *audit.Logger
 	history   *history.Writer
@@ -127,6 +128,10 @@ func New(cfg Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.providers = ps
+	s.router = newModelRouter(cfg, s.formats)
+	if d := cfg.DefaultProvider; d != "" && ps.get(s.now()).routes[d] == nil {
+		return nil, fmt.Errorf("CLLAMA_DEFAULT_PROVIDER: %q is not a configured provider (configured: %s)", d, ps.get(s.now()).names)
+	}
 	if s.history == nil && cfg.HistoryDir != "" {
 		if s.history, err = history.NewWriter(cfg.HistoryDir); err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)

@@ -122,3 +122,13 @@ func MarshalUnescaped(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// NativeProvider is a format that belongs to one provider (optional
+// ability): a model named without a "<provider>/" prefix on its endpoint
+// goes to the provider of that name when the pod configures it, as the
+// format's own SDKs send bare names ("claude-sonnet-4-5" on /v1/messages).
+// A format without it sends bare names to the pod's default provider.
+type NativeProvider interface {
+	// NativeProvider is the provider's name ("anthropic").
+	NativeProvider() string
+}
