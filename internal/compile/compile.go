@@ -97,6 +97,13 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 			}
 		}
 	}
+	providers, err := b.providers()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkDefaultProvider(providers); err != nil {
+		return nil, err
+	}
 	for _, svc := range p.Agents() {
 		ids := AgentIDs(svc)
 		for i, id := range ids {
@@ -110,10 +117,6 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 			}
 			res.Agents = append(res.Agents, a)
 		}
-	}
-	providers, err := b.providers()
-	if err != nil {
-		return nil, err
 	}
 	if err := b.checkStarvation(); err != nil {
 		return nil, err

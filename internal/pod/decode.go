@@ -116,7 +116,7 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck"})
+	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider"})
 	switch hc := m["healthcheck"].(type) {
 	case nil:
 	case string:
@@ -141,6 +141,10 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if cd.Image, err = d.str("x-claw.cllama-defaults.image", m["image"], false); err != nil {
 		return cd, err
 	}
+	if cd.DefaultProvider, err = d.str("x-claw.cllama-defaults.default-provider", m["default-provider"], false); err != nil {
+		return cd, err
+	}
+	cd.DefaultProvider = strings.ToLower(cd.DefaultProvider)
 	if raw, ok := m["env"]; ok && raw != nil {
 		if cd.Env, err = d.env("x-claw.cllama-defaults.env", raw); err != nil {
 			return cd, err

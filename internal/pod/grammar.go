@@ -51,6 +51,11 @@ type CllamaDefaults struct {
 	// form (["CMD", …]); nil takes the default, HealthcheckOff disables it.
 	Healthcheck    []string
 	HealthcheckOff bool
+	// DefaultProvider is default-provider: the provider of model names
+	// written without a "<provider>/" prefix on endpoints whose format has
+	// no provider of its own (cllama's CLLAMA_DEFAULT_PROVIDER). It must
+	// name a provider the pod configures.
+	DefaultProvider string
 }
 
 // ServiceClaw is a service-level x-claw block.
