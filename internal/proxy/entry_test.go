@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -85,5 +86,54 @@ func TestBareModelWithoutDefaultSaysHowToDeclareOne(t *testing.T) {
 	}
 	if ev := p.audit.waitEvent(t, "error"); ev.StatusCode != 400 {
 		t.Fatalf("audit %+v", ev)
+	}
+}
+
+// A runner whose base URL ends in /v1 while its SDK adds /v1 itself calls
+// /v1/v1/…: the 404 is in the SDK's own shape, says which base URL to
+// configure, and is an audit error event.
+func TestDoubledBaseURLIsExplained(t *testing.T) {
+	p := newPod(t, withDefaults)
+	ctx := context.Background()
+	c := anthropic.NewClient(aoption.WithBaseURL(p.front.URL+"/v1"), aoption.WithAPIKey(aliceToken), aoption.WithMaxRetries(0))
+	_, err := c.Messages.New(ctx, anthropicParams("claude-sonnet-4-5"))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 404 || !strings.Contains(ae.Error(), "configure the base URL as "+p.front.URL+" (without /v1)") {
+		t.Fatalf("anthropic error %v", err)
+	}
+	if !strings.Contains(ae.RawJSON(), `"type":"not_found_error"`) {
+		t.Fatalf("not in the Anthropic shape: %s", ae.RawJSON())
+	}
+	ev := p.audit.waitEvent(t, "error")
+	if ev.Format != "anthropic" || ev.StatusCode != 404 || ev.ClawID != "alice" || !strings.Contains(ev.Error, "repeats /v1") {
+		t.Fatalf("audit %+v", ev)
+	}
+	if len(p.up.requests()) != 0 {
+		t.Fatal("a refused request reached the upstream")
+	}
+}
+
+// Unknown routes answer in their path family's shape.
+func TestUnknownRoutesAnswerInTheirFamilysShape(t *testing.T) {
+	p := newPod(t)
+	for _, tc := range []struct{ path, shape string }{
+		{"/v1/messages/batches", `{"type":"error","error":{"type":"not_found_error"`},
+		{"/v1/embeddings", `{"error":{"message":`},
+		{"/v1/v1/chat/completions", `{"error":{"message":`},
+	} {
+		resp := p.post(t, tc.path, `{}`)
+		body := readAll(t, resp.Body)
+		if resp.StatusCode != 404 || !strings.HasPrefix(body, tc.shape) {
+			t.Errorf("%s: %d %s", tc.path, resp.StatusCode, body)
+		}
+	}
+	n := 0
+	for _, e := range p.audit.events(t) {
+		if e.Type == "error" && e.StatusCode == 404 {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d audit error events, want 3", n)
 	}
 }
