@@ -3,6 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,5 +138,84 @@ func TestUnknownRoutesAnswerInTheirFamilysShape(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("%d audit error events, want 3", n)
+	}
+}
+
+// modelsUpstream answers GET /v1/models like a provider, and everything
+// else as defaultProvider.
+func modelsUpstream(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"model-a","object":"model"},{"id":"model-b","object":"model"}]}`)
+		return
+	}
+	defaultProvider(w, r)
+}
+
+// Models.List of both SDKs: without an allow-list, the list of the
+// provider their bare names go to, fetched with its key and cached.
+func TestSDKsListModels(t *testing.T) {
+	p := newPod(t, withDefaults)
+	p.up.setHandler(modelsUpstream)
+	ctx := context.Background()
+
+	oa := openAIClient(p, aliceToken)
+	for range 2 {
+		page, err := oa.Models.List(ctx)
+		if err != nil || len(page.Data) != 2 || page.Data[0].ID != "model-a" || page.Data[0].OwnedBy != "fake" {
+			t.Fatalf("openai list: %v %+v", err, page)
+		}
+	}
+	ant := anthropicClient(p, aliceToken)
+	apage, err := ant.Models.List(ctx, anthropic.ModelListParams{})
+	if err != nil || len(apage.Data) != 2 || apage.Data[1].ID != "model-b" {
+		t.Fatalf("anthropic list: %v %+v", err, apage)
+	}
+	m, err := ant.Models.Get(ctx, "model-a", anthropic.ModelGetParams{})
+	if err != nil || m.ID != "model-a" {
+		t.Fatalf("anthropic get: %v %+v", err, m)
+	}
+
+	up := p.up.requests()
+	if len(up) != 2 {
+		t.Fatalf("upstream saw %d list requests, want one per provider (cached)", len(up))
+	}
+	if up[0].Header.Get("Authorization") != "Bearer "+providerKey || up[1].Header.Get("X-Api-Key") != providerKey {
+		t.Fatalf("provider credentials not used: %v / %v", up[0].Header, up[1].Header)
+	}
+	for _, r := range up {
+		assertNoAgentCredential(t, r)
+	}
+
+	// Authenticated like every route.
+	bad := openAIClient(p, "alice:wrong")
+	_, err = bad.Models.List(ctx)
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != 403 {
+		t.Fatalf("wrong token: %v", err)
+	}
+}
+
+// With an allow-list, the agent's models are the list, as written.
+func TestModelsListTheAllowList(t *testing.T) {
+	p := newPod(t)
+	writeFile(t, filepath.Join(p.root, "alice", "metadata.json"), `{"token":"`+aliceToken+`","models":["fake/gpt-4o","fakeant/claude-sonnet-4-5"]}`)
+	ctx := context.Background()
+	oa := openAIClient(p, aliceToken)
+	page, err := oa.Models.List(ctx)
+	if err != nil || len(page.Data) != 2 || page.Data[1].ID != "fakeant/claude-sonnet-4-5" {
+		t.Fatalf("list: %v %+v", err, page)
+	}
+	m, err := oa.Models.Get(ctx, "fake/gpt-4o")
+	if err != nil || m.ID != "fake/gpt-4o" {
+		t.Fatalf("get: %v %+v", err, m)
+	}
+	_, err = oa.Models.Get(ctx, "fake/gpt-5")
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != 404 {
+		t.Fatalf("get of another model: %v", err)
+	}
+	if len(p.up.requests()) != 0 {
+		t.Fatal("an allow-list needs no provider call")
 	}
 }

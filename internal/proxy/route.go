@@ -58,16 +58,22 @@ func (m modelRouter) resolve(reg *registry, fi int, model string) (*Route, strin
 		return nil, "", badRequest(fmt.Sprintf("unknown provider %s in model %s; known providers: %s%s",
 			quoteForMessage(prefix), quoteForMessage(model), reg.names, m.aggregatorHint()))
 	}
-	if p := m.bare[fi]; p != "" {
-		if rt := reg.routes[p]; rt != nil {
-			return rt, model, nil
-		}
-	}
-	if rt := reg.routes[m.defaultProvider]; rt != nil {
+	if rt := m.bareRoute(reg, fi); rt != nil {
 		return rt, model, nil
 	}
 	return nil, "", badRequest(fmt.Sprintf(`model %s names no provider and this endpoint has no default one: write it as "<provider>/<model>" (known providers: %s), or declare the pod's default provider with x-claw.cllama-defaults.default-provider (cllama reads CLLAMA_DEFAULT_PROVIDER)`,
 		quoteForMessage(model), reg.names))
+}
+
+// bareRoute is the provider bare model names on format fi's endpoint go
+// to, or nil when there is none.
+func (m modelRouter) bareRoute(reg *registry, fi int) *Route {
+	if p := m.bare[fi]; p != "" {
+		if rt := reg.routes[p]; rt != nil {
+			return rt
+		}
+	}
+	return reg.routes[m.defaultProvider]
 }
 
 func (m modelRouter) aggregatorHint() string {

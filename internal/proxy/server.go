@@ -67,12 +67,14 @@ type Server struct {
 	agents    *agentctx.Store
 	providers *providerSource
 	router    modelRouter
-	transport http.RoundTripper
-	audit     *audit.Logger
-	history   *history.Writer
-	decorator exchange.Decorator
-	mediator  exchange.Mediator
-	now       func() time.Time
+	// modelLists caches providers' own model lists (GET /v1/models).
+	modelLists modelListCache
+	transport  http.RoundTripper
+	audit      *audit.Logger
+	history    *history.Writer
+	decorator  exchange.Decorator
+	mediator   exchange.Mediator
+	now        func() time.Time
 
 	// formats are the registered formats; a Route's urls and the
 	// routes ServeHTTP matches are indexed alike.
@@ -109,7 +111,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		}
 		s.noRoute += sep + " POST " + f.Endpoint().Route
 	}
-	s.noRoute += " and GET " + pathHealth
+	s.noRoute += ", GET " + pathModels + " and GET " + pathHealth
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -178,6 +180,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.serveModel(w, r, i)
 			return
 		}
+	}
+	if r.URL.Path == pathModels || strings.HasPrefix(r.URL.Path, pathModels+"/") {
+		s.serveModels(w, r)
+		return
 	}
 	if r.URL.Path == pathHealth {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
