@@ -24,6 +24,9 @@ func (b *builder) agent(ctx context.Context, svc *pod.Service, id string, index 
 		return nil, err
 	}
 	a.agentsMD = md
+	if a.Models, err = b.modelAllowList(svc); err != nil {
+		return nil, err
+	}
 	skillFrom := map[string]bool{}
 	for i, s := range c.Surfaces {
 		a.Surfaces = append(a.Surfaces, s.Raw)

@@ -56,6 +56,10 @@ type CllamaDefaults struct {
 	// no provider of its own (cllama's CLLAMA_DEFAULT_PROVIDER). It must
 	// name a provider the pod configures.
 	DefaultProvider string
+	// Models is models: the pod's default model allow-list, for agents
+	// that declare none (entries as written; claw checks and normalises
+	// them to "<provider>/<model>").
+	Models []string
 }
 
 // ServiceClaw is a service-level x-claw block.
@@ -99,6 +103,10 @@ type ServiceClaw struct {
 	// provides. They add to, and by name override, the service's
 	// descriptor tools; such services cannot be agents.
 	ToolManifests []string
+	// Models is x-claw.models: the agent's model allow-list (entries as
+	// written). Empty inherits x-claw.cllama-defaults.models; no list at
+	// all means any model of the configured providers.
+	Models []string
 }
 
 // CllamaEnabled reports whether the service's model traffic goes through
