@@ -219,3 +219,43 @@ func TestModelsListTheAllowList(t *testing.T) {
 		t.Fatal("an allow-list needs no provider call")
 	}
 }
+
+// A model outside the agent's allow-list is a 403 model_not_allowed in
+// the endpoint's format, naming the allowed ones, and an audit error.
+func TestModelOutsideAllowListIsRefused(t *testing.T) {
+	p := newPod(t, withDefaults)
+	writeFile(t, filepath.Join(p.root, "alice", "metadata.json"), `{"token":"`+aliceToken+`","models":["fake/gpt-4o","fakeant/claude-sonnet-4-5"]}`)
+	ctx := context.Background()
+
+	ant := anthropicClient(p, aliceToken)
+	if _, err := ant.Messages.New(ctx, anthropicParams("claude-sonnet-4-5")); err != nil {
+		t.Fatalf("allowed bare model: %v", err)
+	}
+	_, err := ant.Messages.New(ctx, anthropicParams("claude-opus-4-1"))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 403 || !strings.Contains(ae.RawJSON(), `"type":"model_not_allowed"`) ||
+		!strings.Contains(ae.Error(), "allowed models: fake/gpt-4o, fakeant/claude-sonnet-4-5") {
+		t.Fatalf("anthropic: %v", err)
+	}
+	oa := openAIClient(p, aliceToken)
+	if _, err := oa.Chat.Completions.New(ctx, openAIParams("gpt-4o")); err != nil {
+		t.Fatalf("allowed bare model: %v", err)
+	}
+	_, err = oa.Chat.Completions.New(ctx, openAIParams("fake/gpt-5"))
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != 403 || oe.Type != "model_not_allowed" {
+		t.Fatalf("openai: %v", err)
+	}
+	if n := len(p.up.requests()); n != 2 {
+		t.Fatalf("upstream saw %d requests, want the 2 allowed", n)
+	}
+	var refused []string
+	for _, e := range p.audit.events(t) {
+		if e.Type == "error" && e.StatusCode == 403 && e.ClawID == "alice" {
+			refused = append(refused, e.Format)
+		}
+	}
+	if strings.Join(refused, ",") != "anthropic,openai" {
+		t.Fatalf("audited refusals %v", refused)
+	}
+}

@@ -75,6 +75,10 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int) {
 		return
 	}
 	info.Provider, info.Upstream = route.Name, upstreamModel
+	if err := allowModel(agent, route.Name+"/"+upstreamModel, info.Model); err != nil {
+		reject(agent, err)
+		return
+	}
 
 	call := &upstreamCall{route: route, url: route.urls[fi], header: r.Header, rawQuery: r.URL.RawQuery}
 	x := &exchange.Exchange{

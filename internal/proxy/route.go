@@ -2,7 +2,11 @@ package proxy
 
 import (
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
 
 	"github.com/clawdapus/clawgo/internal/wire"
 )
@@ -81,4 +85,23 @@ func (m modelRouter) aggregatorHint() string {
 		return ` (to send such names whole to an aggregator such as openrouter, make it the default provider: x-claw.cllama-defaults.default-provider)`
 	}
 	return ""
+}
+
+// TypeModelNotAllowed is the error type of a model outside the agent's
+// allow-list (403).
+const TypeModelNotAllowed = "model_not_allowed"
+
+// allowModel checks the routed model, "<provider>/<model>", against the
+// agent's allow-list (metadata.json "models"; empty allows any model).
+func allowModel(a *agentctx.Agent, routed, asked string) error {
+	allowed := a.Metadata.Models
+	if len(allowed) == 0 || slices.Contains(allowed, routed) {
+		return nil
+	}
+	as := quoteForMessage(asked)
+	if routed != asked {
+		as += " (" + quoteForMessage(routed) + ")"
+	}
+	return errStatus(http.StatusForbidden, TypeModelNotAllowed, fmt.Sprintf("model %s is not allowed for agent %s; allowed models: %s",
+		as, a.ID, strings.Join(allowed, ", ")))
 }
