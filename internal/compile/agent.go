@@ -299,7 +299,10 @@ func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
 	apply(&p.MaxToolResultBytes, pp.MaxToolResultBytes, sp.MaxToolResultBytes)
 	p = p.WithDefaults()
 	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
-		return p, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-policy.total-timeout-ms", Problem: fmt.Sprintf("the effective total timeout %dms is below the per-tool timeout %dms (after pod defaults)", p.TotalTimeoutMS, p.TimeoutPerToolMS), Fix: "raise total-timeout-ms or lower timeout-per-tool-ms"}
+		// Valid: the total governs, each call capped at what is left of
+		// it. Worth a word, since the per-tool timeout then never applies.
+		b.warns = append(b.warns, fmt.Sprintf("%s: service %q: x-claw.tool-policy.total-timeout-ms: the effective total timeout %dms is below the per-tool timeout %dms (after pod defaults): the total governs, so no tool call runs longer than %dms",
+			b.pod.File, svc.Name, p.TotalTimeoutMS, p.TimeoutPerToolMS, p.TotalTimeoutMS))
 	}
 	return p, p.Validate("tool-policy")
 }

@@ -40,7 +40,6 @@ func TestParseToolsErrorsNameTheField(t *testing.T) {
 		"unnamespaced":     {`"name": "trading-api.get_market_context"`, `"name": "get_market_context"`, "tools[0].name"},
 		"schema not obj":   {`"inputSchema": {"type":"object","properties":{"claw_id":{"type":"string"}}}`, `"inputSchema": []`, "tools[0].inputSchema"},
 		"zero rounds":      {`"max_rounds": 3`, `"max_rounds": 0`, "policy.max_rounds"},
-		"total below tool": {`"max_rounds": 3`, `"total_timeout_ms": 10`, "policy.total_timeout_ms"},
 		"service mismatch": {`"service":"trading-api"`, `"service":"other"`, "tools[0].execution.service"},
 		"version":          {`"version": 1`, `"version": 7`, "version"},
 		"bearer no token":  {`"token":"t"`, `"token":""`, "tools[0].execution.auth.token"},
@@ -170,4 +169,13 @@ func FuzzParseProviders(f *testing.F) {
 			_ = ps.Providers[n].Secret()
 		}
 	})
+}
+
+// A total budget below the per-tool one is valid: the smaller governs.
+func TestTotalTimeoutBelowPerToolIsValid(t *testing.T) {
+	in := strings.Replace(validTools, `"max_rounds": 3`, `"max_rounds": 3, "total_timeout_ms": 10`, 1)
+	m, err := ParseTools([]byte(in))
+	if err != nil || m.Policy.TotalTimeoutMS != 10 {
+		t.Fatalf("%v %+v", err, m)
+	}
 }
