@@ -24,6 +24,9 @@ func (b *builder) agent(ctx context.Context, svc *pod.Service, id string, index 
 		return nil, err
 	}
 	a.agentsMD = md
+	if a.Models, err = b.modelAllowList(svc); err != nil {
+		return nil, err
+	}
 	skillFrom := map[string]bool{}
 	for i, s := range c.Surfaces {
 		a.Surfaces = append(a.Surfaces, s.Raw)
@@ -298,7 +301,10 @@ func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
 	apply(&p.MaxToolCallsPerTurn, pp.MaxToolCallsPerTurn, sp.MaxToolCallsPerTurn)
 	p = p.WithDefaults()
 	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
-		return p, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-policy.total-timeout-ms", Problem: fmt.Sprintf("the effective total timeout %dms is below the per-tool timeout %dms (after pod defaults)", p.TotalTimeoutMS, p.TimeoutPerToolMS), Fix: "raise total-timeout-ms or lower timeout-per-tool-ms"}
+		// Valid: the total governs, each call capped at what is left of
+		// it. Worth a word, since the per-tool timeout then never applies.
+		b.warns = append(b.warns, fmt.Sprintf("%s: service %q: x-claw.tool-policy.total-timeout-ms: the effective total timeout %dms is below the per-tool timeout %dms (after pod defaults): the total governs, so no tool call runs longer than %dms",
+			b.pod.File, svc.Name, p.TotalTimeoutMS, p.TimeoutPerToolMS, p.TotalTimeoutMS))
 	}
 	if p.MaxToolCallsPerTurn < p.MaxToolCallsPerRound {
 		return p, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-policy.max-tool-calls-per-turn", Problem: fmt.Sprintf("the effective cap of %d calls per turn is below the effective cap of %d calls per round (pod defaults applied; the built-in caps are %d per round and %d per turn)", p.MaxToolCallsPerTurn, p.MaxToolCallsPerRound, manifest.DefaultMaxToolCallsPerRound, manifest.DefaultMaxToolCallsPerTurn), Fix: "raise max-tool-calls-per-turn or lower max-tool-calls-per-round"}

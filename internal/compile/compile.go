@@ -39,6 +39,9 @@ type Agent struct {
 	Skills   []string
 	Surfaces []string
 	Token    string
+	// Models is the agent's model allow-list, "<provider>/<model>" each
+	// (metadata.json "models"); empty: any model.
+	Models []string
 
 	tools       []manifest.Tool
 	serviceAuth map[string]*manifest.ServiceAuth
@@ -57,10 +60,12 @@ type ToolSummary struct {
 }
 
 type builder struct {
-	pod   *pod.Pod
-	opts  Options
-	descs map[string]*ServiceDescriptor
-	warns []string
+	// providerSet is providers.json, built before the agents.
+	providerSet *manifest.Providers
+	pod         *pod.Pod
+	opts        Options
+	descs       map[string]*ServiceDescriptor
+	warns       []string
 }
 
 // Build compiles p. It reads the pod directory and, with Options.Images,
@@ -97,6 +102,14 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 			}
 		}
 	}
+	providers, err := b.providers()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkDefaultProvider(providers); err != nil {
+		return nil, err
+	}
+	b.providerSet = providers
 	for _, svc := range p.Agents() {
 		ids := AgentIDs(svc)
 		for i, id := range ids {
@@ -110,10 +123,6 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 			}
 			res.Agents = append(res.Agents, a)
 		}
-	}
-	providers, err := b.providers()
-	if err != nil {
-		return nil, err
 	}
 	if err := b.checkStarvation(); err != nil {
 		return nil, err

@@ -308,6 +308,9 @@ func (b *builder) cllamaService() doc {
 		"CLAW_AUTH_DIR":            "/claw/auth",
 		"CLAW_SESSION_HISTORY_DIR": "/claw/history",
 	}
+	if d := b.pod.Claw.CllamaDefaults.DefaultProvider; d != "" {
+		env["CLLAMA_DEFAULT_PROVIDER"] = d
+	}
 	// Provider keys reach cllama through .claw-auth/providers.json only, so
 	// they are not spread into the compose file; other settings (base URL
 	// overrides, proxy knobs) are passed as environment.

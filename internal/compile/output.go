@@ -81,7 +81,7 @@ func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose
 	}
 	for _, a := range agents {
 		dir := path.Join(ContextDir, a.ID)
-		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a)}
+		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a), Models: a.Models}
 		if err := addJSON(path.Join(dir, "metadata.json"), modeSecret, md); err != nil {
 			return nil, err
 		}

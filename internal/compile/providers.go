@@ -107,6 +107,30 @@ func (b *builder) providers() (*manifest.Providers, error) {
 	return ps, nil
 }
 
+// checkDefaultProvider checks that x-claw.cllama-defaults.default-provider
+// names a provider the pod configures: cllama refuses to start otherwise.
+func (b *builder) checkDefaultProvider(ps *manifest.Providers) error {
+	name := b.pod.Claw.CllamaDefaults.DefaultProvider
+	if name == "" {
+		return nil
+	}
+	if _, ok := ps.Providers[name]; ok {
+		return nil
+	}
+	configured := strings.Join(ps.Names(), ", ")
+	if configured == "" {
+		configured = "none"
+	}
+	return &pod.Error{File: b.pod.File, Key: "x-claw.cllama-defaults.default-provider",
+		Problem: fmt.Sprintf("%q is not a provider the pod configures (configured: %s)", name, configured),
+		Fix:     fmt.Sprintf("name a configured provider, or configure %s with %s_API_KEY (or %s_BASE_URL) in x-claw.cllama-defaults.env", name, envName(name), envName(name))}
+}
+
+// envName is a provider's environment variable prefix.
+func envName(provider string) string {
+	return strings.ToUpper(strings.ReplaceAll(provider, "-", "_"))
+}
+
 // checkStarvation enforces credential starvation (ADR-007): no agent may
 // hold a provider key in its own environment; only cllama sees them.
 func (b *builder) checkStarvation() error {

@@ -47,7 +47,6 @@ func TestParseToolsErrorsNameTheField(t *testing.T) {
 		"unnamespaced":     {`"name": "trading-api.get_market_context"`, `"name": "get_market_context"`, "tools[0].name"},
 		"schema not obj":   {`"inputSchema": {"type":"object","properties":{"claw_id":{"type":"string"}}}`, `"inputSchema": []`, "tools[0].inputSchema"},
 		"zero rounds":      {`"max_rounds": 3`, `"max_rounds": 0`, "policy.max_rounds"},
-		"total below tool": {`"max_rounds": 3`, `"total_timeout_ms": 10`, "policy.total_timeout_ms"},
 		"zero calls/round": {`"max_rounds": 3`, `"max_tool_calls_per_round": 0`, "policy.max_tool_calls_per_round"},
 		"turn below round": {`"max_rounds": 3`, `"max_tool_calls_per_turn": 4`, "policy.max_tool_calls_per_turn"},
 		"service mismatch": {`"service":"trading-api"`, `"service":"other"`, "tools[0].execution.service"},
@@ -179,4 +178,13 @@ func FuzzParseProviders(f *testing.F) {
 			_ = ps.Providers[n].Secret()
 		}
 	})
+}
+
+// A total budget below the per-tool one is valid: the smaller governs.
+func TestTotalTimeoutBelowPerToolIsValid(t *testing.T) {
+	in := strings.Replace(validTools, `"max_rounds": 3`, `"max_rounds": 3, "total_timeout_ms": 10`, 1)
+	m, err := ParseTools([]byte(in))
+	if err != nil || m.Policy.TotalTimeoutMS != 10 {
+		t.Fatalf("%v %+v", err, m)
+	}
 }

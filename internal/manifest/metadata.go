@@ -15,6 +15,11 @@ type Metadata struct {
 	Service string `json:"service,omitempty"`
 	// Type is the agent's runner type (for example "openclaw" or "generic").
 	Type string `json:"type,omitempty"`
+	// Models is the agent's model allow-list, each "<provider>/<model>"
+	// (x-claw.models, else x-claw.cllama-defaults.models). Empty means any
+	// model of the configured providers. cllama refuses others with 403
+	// model_not_allowed, and lists these on GET /v1/models.
+	Models []string `json:"models,omitempty"`
 }
 
 // agentIDPattern is the strict charset an agent id must match before it is

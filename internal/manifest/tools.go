@@ -167,9 +167,9 @@ func (p Policy) Validate(prefix string) error {
 			return fmt.Errorf("%s.%s: must be > 0, got %d", prefix, f.name, f.v)
 		}
 	}
-	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
-		return fmt.Errorf("%s.total_timeout_ms: %d is below timeout_per_tool_ms %d; raise it or lower the per-tool timeout", prefix, p.TotalTimeoutMS, p.TimeoutPerToolMS)
-	}
+	// A total_timeout_ms below timeout_per_tool_ms is no contradiction:
+	// every call runs within what is left of the turn's total, so the
+	// smaller budget governs.
 	if p.MaxToolCallsPerTurn < p.MaxToolCallsPerRound {
 		return fmt.Errorf("%s.max_tool_calls_per_turn: %d is below max_tool_calls_per_round %d; raise it or lower the per-round cap", prefix, p.MaxToolCallsPerTurn, p.MaxToolCallsPerRound)
 	}

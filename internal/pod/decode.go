@@ -29,7 +29,7 @@ func (d *decoder) warnf(key, format string, args ...any) {
 
 var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "feeds-defaults", "tool-policy", "runner-env"}
 
-var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env"}
+var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env", "models"}
 
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
 // in errors; warnings report keys it ignores.
@@ -116,7 +116,7 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck"})
+	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models"})
 	switch hc := m["healthcheck"].(type) {
 	case nil:
 	case string:
@@ -140,6 +140,15 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	}
 	if cd.Image, err = d.str("x-claw.cllama-defaults.image", m["image"], false); err != nil {
 		return cd, err
+	}
+	if cd.DefaultProvider, err = d.str("x-claw.cllama-defaults.default-provider", m["default-provider"], false); err != nil {
+		return cd, err
+	}
+	cd.DefaultProvider = strings.ToLower(cd.DefaultProvider)
+	if raw, ok := m["models"]; ok && raw != nil {
+		if cd.Models, err = d.models("x-claw.cllama-defaults.models", raw); err != nil {
+			return cd, err
+		}
 	}
 	if raw, ok := m["env"]; ok && raw != nil {
 		if cd.Env, err = d.env("x-claw.cllama-defaults.env", raw); err != nil {
@@ -243,6 +252,11 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	}
 	if raw, ok := m["tool-manifests"]; ok && raw != nil {
 		if c.ToolManifests, err = d.toolManifests(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := m["models"]; ok && raw != nil {
+		if c.Models, err = d.models("x-claw.models", raw); err != nil {
 			return nil, err
 		}
 	}
@@ -491,11 +505,35 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 		}
 		*f.dst = &n
 	}
-	if p.TotalTimeoutMS != nil && p.TimeoutPerToolMS != nil && *p.TotalTimeoutMS < *p.TimeoutPerToolMS {
-		return p, d.errf(key+".total-timeout-ms", "raise total-timeout-ms or lower timeout-per-tool-ms", "%d is below timeout-per-tool-ms %d", *p.TotalTimeoutMS, *p.TimeoutPerToolMS)
-	}
+	// A total below the per-tool timeout is valid (the smaller governs);
+	// compile warns about the effective policy.
 	if p.MaxToolCallsPerTurn != nil && p.MaxToolCallsPerRound != nil && *p.MaxToolCallsPerTurn < *p.MaxToolCallsPerRound {
 		return p, d.errf(key+".max-tool-calls-per-turn", "raise max-tool-calls-per-turn or lower max-tool-calls-per-round", "%d is below max-tool-calls-per-round %d", *p.MaxToolCallsPerTurn, *p.MaxToolCallsPerRound)
 	}
 	return p, nil
+}
+
+// models decodes a model allow-list: a list of distinct, non-empty model
+// names ("<provider>/<model>", or a bare name for the default provider).
+func (d *decoder) models(key string, v any) ([]string, error) {
+	const fix = `write a list such as ["anthropic/claude-sonnet-4-5", "openai/gpt-4o"]`
+	list, ok := v.([]any)
+	if !ok {
+		return nil, d.errf(key, fix, "must be a list of model names, got %s", typeName(v))
+	}
+	out := make([]string, 0, len(list))
+	seen := map[string]bool{}
+	for i, e := range list {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		s, ok := e.(string)
+		if !ok || strings.TrimSpace(s) == "" || strings.TrimSpace(s) != s {
+			return nil, d.errf(k, fix, "must be a model name without spaces around it")
+		}
+		if seen[s] {
+			return nil, d.errf(k, "list each model once", "%q is listed twice", s)
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -51,6 +51,15 @@ type CllamaDefaults struct {
 	// form (["CMD", …]); nil takes the default, HealthcheckOff disables it.
 	Healthcheck    []string
 	HealthcheckOff bool
+	// DefaultProvider is default-provider: the provider of model names
+	// written without a "<provider>/" prefix on endpoints whose format has
+	// no provider of its own (cllama's CLLAMA_DEFAULT_PROVIDER). It must
+	// name a provider the pod configures.
+	DefaultProvider string
+	// Models is models: the pod's default model allow-list, for agents
+	// that declare none (entries as written; claw checks and normalises
+	// them to "<provider>/<model>").
+	Models []string
 }
 
 // ServiceClaw is a service-level x-claw block.
@@ -94,6 +103,10 @@ type ServiceClaw struct {
 	// provides. They add to, and by name override, the service's
 	// descriptor tools; such services cannot be agents.
 	ToolManifests []string
+	// Models is x-claw.models: the agent's model allow-list (entries as
+	// written). Empty inherits x-claw.cllama-defaults.models; no list at
+	// all means any model of the configured providers.
+	Models []string
 }
 
 // CllamaEnabled reports whether the service's model traffic goes through

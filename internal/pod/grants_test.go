@@ -124,7 +124,6 @@ func TestDecodeErrors(t *testing.T) {
 		{"feed ttl", "cllama: p\nfeeds: [{source: a, path: /a, ttl: -1}]", "x-claw.feeds[0].ttl", ">= 0"},
 		{"policy zero", "cllama: p\ntool-policy: {max-rounds: 0}", "x-claw.tool-policy.max-rounds", "> 0"},
 		{"policy negative", "cllama: p\ntool-policy: {max-tool-result-bytes: -5}", "x-claw.tool-policy.max-tool-result-bytes", "> 0"},
-		{"policy total", "cllama: p\ntool-policy: {timeout-per-tool-ms: 10, total-timeout-ms: 5}", "x-claw.tool-policy.total-timeout-ms", "below"},
 		{"policy type", "cllama: p\ntool-policy: {max-rounds: many}", "x-claw.tool-policy.max-rounds", "integer"},
 		{"count", "count: 0", "x-claw.count", "between 1 and 1000"},
 		{"surface", "surfaces: [trading-api]", "x-claw.surfaces[0]", "not a surface URI"},

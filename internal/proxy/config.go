@@ -72,6 +72,16 @@ type Config struct {
 	// "always" (before each exchange completes), "never", or an interval
 	// (CLLAMA_HISTORY_FSYNC / -history-fsync, default DefaultHistoryFsync).
 	HistoryFsync string
+	// DefaultProvider serves models named without a "<provider>/" prefix
+	// on an endpoint whose format names no provider of its own (OpenAI
+	// chat completions), and whole model names with an unknown prefix
+	// when it is an aggregator (CLLAMA_DEFAULT_PROVIDER /
+	// -default-provider; empty: none, such names are refused).
+	DefaultProvider string
+	// FormatProviders overrides, per format name, the provider bare
+	// models of that format's endpoint go to (CLLAMA_<FORMAT>_PROVIDER,
+	// e.g. CLLAMA_ANTHROPIC_PROVIDER=claude-proxy).
+	FormatProviders map[string]string
 
 	// ProviderEnv holds the <NAME>_API_KEY and <NAME>_BASE_URL variables,
 	// keyed by lower-case provider name.
@@ -145,6 +155,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.Pod, "CLAW_POD")
 	str(&c.StateDir, "CLLAMA_STATE_DIR")
 	str(&c.HistoryFsync, "CLLAMA_HISTORY_FSYNC")
+	str(&c.DefaultProvider, "CLLAMA_DEFAULT_PROVIDER")
 
 	var errs []error
 	size := func(dst *int64, key string) {
@@ -180,6 +191,15 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		if v == "" {
 			continue
 		}
+		if name, ok := strings.CutPrefix(k, "CLLAMA_"); ok {
+			if format, ok := strings.CutSuffix(name, "_PROVIDER"); ok && format != "" && format != "DEFAULT" {
+				if c.FormatProviders == nil {
+					c.FormatProviders = map[string]string{}
+				}
+				c.FormatProviders[strings.ToLower(format)] = strings.ToLower(v)
+			}
+			continue
+		}
 		if name, ok := strings.CutSuffix(k, "_API_KEY"); ok && name != "" {
 			pe := c.ProviderEnv[strings.ToLower(name)]
 			pe.APIKey = v
@@ -202,6 +222,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
 	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
 	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
+	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
@@ -214,6 +235,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
 		return c, fmt.Errorf("CLLAMA_HISTORY_FSYNC / -history-fsync: %w", err)
 	}
+	c.DefaultProvider = strings.ToLower(strings.TrimSpace(c.DefaultProvider))
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q; cllama takes flags only (see -h)", fs.Args())
 	}

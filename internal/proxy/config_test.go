@@ -143,3 +143,20 @@ func TestNewFailsOnBadProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDefaultProviderConfig(t *testing.T) {
+	c, err := LoadConfig(nil, []string{"CLLAMA_DEFAULT_PROVIDER=OpenRouter", "CLLAMA_ANTHROPIC_PROVIDER=Claude-Proxy"}, io.Discard)
+	if err != nil || c.DefaultProvider != "openrouter" || c.FormatProviders["anthropic"] != "claude-proxy" {
+		t.Fatalf("%v %+v", err, c)
+	}
+	c, err = LoadConfig([]string{"-default-provider", "openai"}, []string{"CLLAMA_DEFAULT_PROVIDER=openrouter"}, io.Discard)
+	if err != nil || c.DefaultProvider != "openai" {
+		t.Fatalf("flag: %v %+v", err, c)
+	}
+	// A default provider the pod does not configure is an operator
+	// error, reported at start-up.
+	_, err = New(Config{AuthDir: t.TempDir(), DefaultProvider: "nope"}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "CLLAMA_DEFAULT_PROVIDER") {
+		t.Fatalf("New: %v", err)
+	}
+}

@@ -111,7 +111,11 @@ func TestRoutesAndMethods(t *testing.T) {
 		t.Fatalf("GET chat: %d", resp.StatusCode)
 	}
 	resp, _ = http.Get(p.front.URL + "/v1/models")
-	if b := readAll(t, resp.Body); resp.StatusCode != 404 || !strings.Contains(b, "POST /v1/chat/completions") {
+	if b := readAll(t, resp.Body); resp.StatusCode != 401 {
+		t.Fatalf("models without credentials: %d %s", resp.StatusCode, b)
+	}
+	resp, _ = http.Get(p.front.URL + "/v1/files")
+	if b := readAll(t, resp.Body); resp.StatusCode != 404 || !strings.Contains(b, "POST /v1/chat/completions") || !strings.Contains(b, "GET /v1/models") {
 		t.Fatalf("unknown path: %d %s", resp.StatusCode, b)
 	}
 }

@@ -69,10 +69,14 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int) {
 		return
 	}
 	reg := s.providers.get(start)
-	route := reg.routes[info.Provider]
-	if route == nil {
-		reject(agent, badRequest(fmt.Sprintf("unknown provider %s in model %s; known providers: %s",
-			quoteForMessage(info.Provider), quoteForMessage(info.Model), reg.names)))
+	route, upstreamModel, err := s.router.resolve(reg, fi, info.Model)
+	if err != nil {
+		reject(agent, err)
+		return
+	}
+	info.Provider, info.Upstream = route.Name, upstreamModel
+	if err := allowModel(agent, route.Name+"/"+upstreamModel, info.Model); err != nil {
+		reject(agent, err)
 		return
 	}
 

@@ -51,3 +51,13 @@ func (s *Server) authenticate(token string) (*agentctx.Agent, error) {
 	}
 	return a, nil
 }
+
+// caller authenticates r's presented token (errMissingCredentials when it
+// presents none).
+func (s *Server) caller(r *http.Request) (*agentctx.Agent, error) {
+	token, ok := presentedToken(r)
+	if !ok {
+		return nil, errMissingCredentials
+	}
+	return s.authenticate(token)
+}

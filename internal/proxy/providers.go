@@ -20,21 +20,24 @@ import (
 type builtinProvider struct {
 	baseURL string
 	auth    string
+	// aggregator: the provider's own model ids hold "/" (an "org/model"
+	// catalogue), so an unknown "<prefix>/" is part of its model name.
+	aggregator bool
 }
 
 var builtinProviders = map[string]builtinProvider{
-	"openai":     {"https://api.openai.com/v1", manifest.ProviderAuthBearer},
-	"anthropic":  {"https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey},
-	"openrouter": {"https://openrouter.ai/api/v1", manifest.ProviderAuthBearer},
-	"gemini":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
-	"google":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
-	"groq":       {"https://api.groq.com/openai/v1", manifest.ProviderAuthBearer},
-	"mistral":    {"https://api.mistral.ai/v1", manifest.ProviderAuthBearer},
-	"xai":        {"https://api.x.ai/v1", manifest.ProviderAuthBearer},
-	"deepseek":   {"https://api.deepseek.com/v1", manifest.ProviderAuthBearer},
-	"together":   {"https://api.together.xyz/v1", manifest.ProviderAuthBearer},
-	"fireworks":  {"https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer},
-	"cerebras":   {"https://api.cerebras.ai/v1", manifest.ProviderAuthBearer},
+	"openai":     {"https://api.openai.com/v1", manifest.ProviderAuthBearer, false},
+	"anthropic":  {"https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey, false},
+	"openrouter": {"https://openrouter.ai/api/v1", manifest.ProviderAuthBearer, true},
+	"gemini":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false},
+	"google":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false},
+	"groq":       {"https://api.groq.com/openai/v1", manifest.ProviderAuthBearer, false},
+	"mistral":    {"https://api.mistral.ai/v1", manifest.ProviderAuthBearer, false},
+	"xai":        {"https://api.x.ai/v1", manifest.ProviderAuthBearer, false},
+	"deepseek":   {"https://api.deepseek.com/v1", manifest.ProviderAuthBearer, false},
+	"together":   {"https://api.together.xyz/v1", manifest.ProviderAuthBearer, true},
+	"fireworks":  {"https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer, false},
+	"cerebras":   {"https://api.cerebras.ai/v1", manifest.ProviderAuthBearer, false},
 }
 
 // Route is one resolved provider: where to send and how to authenticate.
@@ -43,6 +46,10 @@ type Route struct {
 	BaseURL string // without a trailing slash, normally ending in /v1
 	Auth    string // bearer, x-api-key or none
 	Secret  string
+	// Aggregator is set for providers whose model ids hold "/" (built-in
+	// table): as the default provider, they take model names whose prefix
+	// is no configured provider, whole.
+	Aggregator bool
 
 	// Built once per registry, not per request.
 	urls      []string // upstream URL per format, indexed as Server.formats
@@ -86,7 +93,7 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 		name = strings.ToLower(name)
 		e := env[name]
 		b, known := builtinProviders[name]
-		rt := &Route{Name: name}
+		rt := &Route{Name: name, Aggregator: b.aggregator}
 		switch {
 		case e.BaseURL != "":
 			rt.BaseURL = e.BaseURL

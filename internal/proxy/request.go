@@ -2,14 +2,14 @@ package proxy
 
 import (
 	"encoding/json"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // requestInfo is what the passthrough path needs from a runner's body: the
-// model (and where its value sits in the bytes) and the stream flag. The
+// model (and where its value sits in the bytes) and the stream flag;
+// Provider and Upstream are filled by the modelRouter. The
 // rest of the document is never decoded (ARCHITECTURE.md: "the passthrough
 // path must not parse more than it needs").
 type requestInfo struct {
@@ -48,7 +48,7 @@ func scanRequest(body []byte) (requestInfo, error) {
 			}
 			seenModel = true
 			if body[start] != '"' {
-				err = badRequest(`"model" must be a string of the form "<provider>/<model>"`)
+				err = badRequest(`"model" must be a string: a model name, or "<provider>/<model>"`)
 				return false
 			}
 			info.Model = decodeString(body[start:end])
@@ -77,19 +77,18 @@ func scanRequest(body []byte) (requestInfo, error) {
 		return info, err
 	}
 	if !seenModel || info.Model == "" {
-		return info, badRequest(`"model" is required, in the form "<provider>/<model>"`)
+		return info, badRequest(`"model" is required: a model name, or "<provider>/<model>"`)
 	}
-	provider, model, ok := strings.Cut(info.Model, "/")
-	if !ok || provider == "" || model == "" {
-		return info, badRequest(`"model" must be of the form "<provider>/<model>", got ` + quoteForMessage(info.Model))
-	}
-	info.Provider, info.Upstream = strings.ToLower(provider), model
 	return info, nil
 }
 
-// rewriteModel returns a new body with the model value replaced by
-// info.Upstream; every other byte is kept as it came.
+// rewriteModel returns a body with the model value replaced by
+// info.Upstream; every other byte is kept as it came. A model sent as it
+// came (a bare name) returns body itself.
 func rewriteModel(body []byte, info requestInfo) []byte {
+	if info.Upstream == info.Model {
+		return body
+	}
 	// Room for the plain case; appendJSONString grows it if escapes are
 	// needed.
 	out := make([]byte, 0, len(body)-(info.modelEnd-info.modelStart)+len(info.Upstream)+2)

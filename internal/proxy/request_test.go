@@ -5,37 +5,36 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
 )
 
 func TestScanRequest(t *testing.T) {
 	tests := []struct {
-		name     string
-		body     string
-		provider string
-		upstream string
-		stream   bool
-		errLike  string
+		name    string
+		body    string
+		model   string
+		stream  bool
+		errLike string
 	}{
-		{"simple", `{"model":"openai/gpt-4o","messages":[]}`, "openai", "gpt-4o", false, ""},
-		{"stream true", `{"stream":true,"model":"anthropic/claude"}`, "anthropic", "claude", true, ""},
-		{"stream null", `{"stream":null,"model":"a/b"}`, "a", "b", false, ""},
-		{"nested model ignored", `{"metadata":{"model":"x/y"},"model":"p/m","tools":[{"model":"q/z"}]}`, "p", "m", false, ""},
-		{"slashes in model", `{"model":"openrouter/anthropic/claude-3.5"}`, "openrouter", "anthropic/claude-3.5", false, ""},
-		{"escaped key", `{"mod\u0065l":"p/m"}`, "p", "m", false, ""},
-		{"escaped value", `{"model":"p\/m\u00e9"}`, "p", "mé", false, ""},
-		{"provider case folded", `{"model":"OpenAI/gpt"}`, "openai", "gpt", false, ""},
-		{"whitespace", " {\n \"model\" : \"p/m\" ,\n\"stream\" :\ttrue }\n", "p", "m", true, ""},
-		{"invalid json", `{"model":"p/m"`, "", "", false, "not valid JSON"},
-		{"not object", `["model"]`, "", "", false, "must be a JSON object"},
-		{"missing model", `{"messages":[]}`, "", "", false, `"model" is required`},
-		{"model not string", `{"model":5}`, "", "", false, `"model" must be a string`},
-		{"no provider", `{"model":"gpt-4o"}`, "", "", false, "<provider>/<model>"},
-		{"empty model part", `{"model":"openai/"}`, "", "", false, "<provider>/<model>"},
-		{"empty provider", `{"model":"/gpt"}`, "", "", false, "<provider>/<model>"},
-		{"duplicate model", `{"model":"a/b","model":"c/d"}`, "", "", false, "more than one"},
-		{"duplicate stream", `{"model":"a/b","stream":false,"stream":true}`, "", "", false, "more than one"},
-		{"stream string", `{"model":"a/b","stream":"yes"}`, "", "", false, `"stream" must be true or false`},
-		{"empty body", ``, "", "", false, "not valid JSON"},
+		{"simple", `{"model":"openai/gpt-4o","messages":[]}`, "openai/gpt-4o", false, ""},
+		{"stream true", `{"stream":true,"model":"anthropic/claude"}`, "anthropic/claude", true, ""},
+		{"stream null", `{"stream":null,"model":"a/b"}`, "a/b", false, ""},
+		{"nested model ignored", `{"metadata":{"model":"x/y"},"model":"p/m","tools":[{"model":"q/z"}]}`, "p/m", false, ""},
+		{"escaped key", `{"mod\u0065l":"p/m"}`, "p/m", false, ""},
+		{"escaped value", `{"model":"p\/m\u00e9"}`, "p/mé", false, ""},
+		{"whitespace", " {\n \"model\" : \"p/m\" ,\n\"stream\" :\ttrue }\n", "p/m", true, ""},
+		{"bare model", `{"model":"gpt-4o"}`, "gpt-4o", false, ""},
+		{"invalid json", `{"model":"p/m"`, "", false, "not valid JSON"},
+		{"not object", `["model"]`, "", false, "must be a JSON object"},
+		{"missing model", `{"messages":[]}`, "", false, `"model" is required`},
+		{"empty model", `{"model":""}`, "", false, `"model" is required`},
+		{"model not string", `{"model":5}`, "", false, `"model" must be a string`},
+		{"duplicate model", `{"model":"a/b","model":"c/d"}`, "", false, "more than one"},
+		{"duplicate stream", `{"model":"a/b","stream":false,"stream":true}`, "", false, "more than one"},
+		{"stream string", `{"model":"a/b","stream":"yes"}`, "", false, `"stream" must be true or false`},
+		{"empty body", ``, "", false, "not valid JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +48,7 @@ func TestScanRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info.Provider != tt.provider || info.Upstream != tt.upstream || info.Stream != tt.stream {
+			if info.Model != tt.model || info.Stream != tt.stream {
 				t.Fatalf("got %+v", info)
 			}
 		})
@@ -62,6 +61,7 @@ func TestRewriteModelKeepsOtherBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	info.Upstream = "gpt-4o"
 	out := rewriteModel(body, info)
 	want := bytes.Replace(body, []byte(`"openai/gpt-4o"`), []byte(`"gpt-4o"`), 1)
 	if !bytes.Equal(out, want) {
@@ -91,6 +91,11 @@ func FuzzScanRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
+		rt, upModel, err := fuzzRouter.resolve(fuzzRegistry, 1, info.Model)
+		if err != nil {
+			return
+		}
+		info.Provider, info.Upstream = rt.Name, upModel
 		var doc map[string]json.RawMessage
 		if err := json.Unmarshal(body, &doc); err != nil {
 			t.Fatalf("scanner accepted what encoding/json rejects: %v", err)
@@ -120,4 +125,21 @@ func FuzzScanRequest(f *testing.F) {
 			t.Fatalf("rewrite changed the member count")
 		}
 	})
+}
+
+var (
+	fuzzRegistry = mustRegistry(`{"providers":{"openai":{"api_key":"k"},"anthropic":{"api_key":"k"},"openrouter":{"api_key":"k"},"p":{"base_url":"http://p/v1"}}}`)
+	fuzzRouter   = newModelRouter(Config{DefaultProvider: "openrouter"}, formats.All())
+)
+
+func mustRegistry(providers string) *registry {
+	ps, err := manifest.ParseProviders([]byte(providers))
+	if err != nil {
+		panic(err)
+	}
+	reg, err := buildRegistry(ps, nil, formats.All())
+	if err != nil {
+		panic(err)
+	}
+	return reg
 }

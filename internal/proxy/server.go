@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
 )
 
@@ -64,12 +66,15 @@ type Server struct {
 	cfg       Config
 	agents    *agentctx.Store
 	providers *providerSource
-	transport http.RoundTripper
-	audit     *audit.Logger
-	history   *history.Writer
-	decorator exchange.Decorator
-	mediator  exchange.Mediator
-	now       func() time.Time
+	router    modelRouter
+	// modelLists caches providers' own model lists (GET /v1/models).
+	modelLists modelListCache
+	transport  http.RoundTripper
+	audit      *audit.Logger
+	history    *history.Writer
+	decorator  exchange.Decorator
+	mediator   exchange.Mediator
+	now        func() time.Time
 
 	// formats are the registered formats; a Route's urls and the
 	// routes ServeHTTP matches are indexed alike.
@@ -106,7 +111,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		}
 		s.noRoute += sep + " POST " + f.Endpoint().Route
 	}
-	s.noRoute += " and GET " + pathHealth
+	s.noRoute += ", GET " + pathModels + " and GET " + pathHealth
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -127,6 +132,10 @@ func New(cfg Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.providers = ps
+	s.router = newModelRouter(cfg, s.formats)
+	if d := cfg.DefaultProvider; d != "" && ps.get(s.now()).routes[d] == nil {
+		return nil, fmt.Errorf("CLLAMA_DEFAULT_PROVIDER: %q is not a configured provider (configured: %s)", d, ps.get(s.now()).names)
+	}
 	if s.history == nil && cfg.HistoryDir != "" {
 		if s.history, err = history.NewWriter(cfg.HistoryDir); err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
@@ -172,6 +181,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.URL.Path == pathModels || strings.HasPrefix(r.URL.Path, pathModels+"/") {
+		s.serveModels(w, r)
+		return
+	}
 	if r.URL.Path == pathHealth {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -183,8 +196,56 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 		return
 	}
-	writeError(w, s.fallback, errStatus(http.StatusNotFound, "not_found_error",
-		fmt.Sprintf("no route for %s %s; %s", r.Method, r.URL.Path, s.noRoute)))
+	s.serveNoRoute(w, r)
+}
+
+// serveNoRoute answers a request for no route: a 404 in the error shape
+// of the path's family (the format whose route the path extends, so an
+// Anthropic SDK calling /v1/messages/batches reads an Anthropic error;
+// the fallback format otherwise), recorded as an audit error event. A path
+// that repeats /v1 comes from a base URL ending in /v1 given to a client
+// that adds /v1 itself: the message says which base URL to configure.
+func (s *Server) serveNoRoute(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	id := s.newRequestID()
+	w.Header().Set("X-Request-Id", id)
+	path := r.URL.Path
+	msg := fmt.Sprintf("no route for %s %s; %s", r.Method, quoteForMessage(path), s.noRoute)
+	if rest, ok := strings.CutPrefix(path, "/v1/v1"); ok && (rest == "" || rest[0] == '/') {
+		path = "/v1" + rest
+		msg = fmt.Sprintf("no route for %s %s: the path repeats /v1, so the base URL given to the client already ends in /v1 and the client adds /v1 itself; configure the base URL as %s (without /v1)",
+			r.Method, quoteForMessage(r.URL.Path), baseURLOf(r))
+	}
+	f := s.family(path)
+	se := errStatus(http.StatusNotFound, apierror.TypeNotFound, msg)
+	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.status,
+		LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+	if a, err := s.caller(r); err == nil {
+		ev.ClawID = a.ID
+	}
+	s.audit.Emit(ev)
+	writeError(w, f, se)
+}
+
+// family is the format whose route path is, or extends by a path
+// segment; the fallback format when none.
+func (s *Server) family(path string) wire.Format {
+	for _, f := range s.formats {
+		route := f.Endpoint().Route
+		if rest, ok := strings.CutPrefix(path, route); ok && (rest == "" || rest[0] == '/') {
+			return f
+		}
+	}
+	return s.fallback
+}
+
+// baseURLOf is the base URL a runner reached cllama at (scheme and host).
+func baseURLOf(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // statusError is an error that carries its HTTP status and error type;

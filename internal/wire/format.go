@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 )
 
 // Format is what cllama needs of every API format it speaks: enough to
@@ -121,4 +122,38 @@ func MarshalUnescaped(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// NativeProvider is a format that belongs to one provider (optional
+// ability): a model named without a "<provider>/" prefix on its endpoint
+// goes to the provider of that name when the pod configures it, as the
+// format's own SDKs send bare names ("claude-sonnet-4-5" on /v1/messages).
+// A format without it sends bare names to the pod's default provider.
+type NativeProvider interface {
+	// NativeProvider is the provider's name ("anthropic").
+	NativeProvider() string
+}
+
+// ModelCatalog is a format whose clients list models (optional ability;
+// GET /v1/models and /v1/models/{id}). Those routes carry no body, so the
+// format is chosen by the request's headers: the first format that claims
+// them, else the registry's fallback.
+type ModelCatalog interface {
+	Format
+	// ClaimsModelRequest reports whether a request with these headers
+	// comes from the format's own clients (an Anthropic SDK sends
+	// anthropic-version and x-api-key).
+	ClaimsModelRequest(h http.Header) bool
+	// ModelList is the body listing models, in order.
+	ModelList(models []Model) []byte
+	// ModelObject is the body describing one model.
+	ModelObject(m Model) []byte
+}
+
+// Model is one model a runner may use.
+type Model struct {
+	// ID is the name the runner sends as "model".
+	ID string
+	// Provider is the provider serving it.
+	Provider string
 }

@@ -19,6 +19,11 @@ func (Format) Endpoint() wire.Endpoint {
 	return wire.Endpoint{Route: "/v1/messages", Upstream: "/messages"}
 }
 
+// NativeProvider implements wire.NativeProvider: a bare model on
+// /v1/messages goes to the pod's "anthropic" provider, as it does through
+// the reference proxy.
+func (Format) NativeProvider() string { return Name }
+
 type errorObject struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`

@@ -39,6 +39,9 @@ func TestRegisteredFormatsImplementWhatTheProxyNeeds(t *testing.T) {
 			if _, ok := f.(wire.FeedInjector); !ok {
 				t.Error("cannot carry feeds (wire.FeedInjector)")
 			}
+			if _, ok := f.(wire.ModelCatalog); !ok {
+				t.Error("cannot list models (wire.ModelCatalog)")
+			}
 			if _, ok := f.(wire.StreamAssembling); !ok {
 				t.Error("cannot assemble streams for history (wire.StreamAssembling)")
 			}

@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+const (
+	pathModels = "/v1/models"
+	// modelListTTL is how long a provider's own model list is reused.
+	modelListTTL = 5 * time.Minute
+	// maxModelListBytes bounds a provider's model list.
+	maxModelListBytes = 4 << 20
+)
+
+// serveModels answers GET /v1/models and GET /v1/models/{id}: the models
+// the calling agent may use (README "Model discovery") in the shape of the
+// format whose clients sent the request.
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	id := s.newRequestID()
+	w.Header().Set("X-Request-Id", id)
+	fi, f := s.catalogFormat(r.Header)
+	reject := func(a *agentctx.Agent, se *statusError) {
+		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.status,
+			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+		if a != nil {
+			ev.ClawID = a.ID
+		}
+		s.audit.Emit(ev)
+		writeError(w, f, se)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		reject(nil, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use GET "+pathModels))
+		return
+	}
+	agent, err := s.caller(r)
+	if err != nil {
+		reject(nil, asStatus(err))
+		return
+	}
+	models, err := s.agentModels(r.Context(), agent, fi, r.Header, start)
+	if err != nil {
+		reject(agent, asStatus(err))
+		return
+	}
+	var body []byte
+	if want, one := strings.CutPrefix(r.URL.Path, pathModels+"/"); one {
+		found := false
+		for _, m := range models {
+			if m.ID == want {
+				body, found = f.ModelObject(m), true
+				break
+			}
+		}
+		if !found {
+			reject(agent, errStatus(http.StatusNotFound, "not_found_error",
+				fmt.Sprintf("model %s is not one agent %s may use (GET %s lists them)", quoteForMessage(want), agent.ID, pathModels)))
+			return
+		}
+	} else {
+		body = f.ModelList(models)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(body)
+}
+
+// catalogFormat is the first format claiming a request's headers, else
+// the fallback (which must list models).
+func (s *Server) catalogFormat(h http.Header) (int, wire.ModelCatalog) {
+	fb := -1
+	for i, f := range s.formats {
+		mc, ok := f.(wire.ModelCatalog)
+		if !ok {
+			continue
+		}
+		if mc.ClaimsModelRequest(h) {
+			return i, mc
+		}
+		if f == s.fallback {
+			fb = i
+		}
+	}
+	if fb < 0 {
+		panic("proxy: the fallback format cannot list models (wire.ModelCatalog)")
+	}
+	return fb, s.fallback.(wire.ModelCatalog)
+}
+
+// agentModels is what agent may use: its allow-list; else, the model list
+// of the provider that bare names on format fi's endpoint go to (fetched
+// with the provider's key, cached modelListTTL); else none.
+func (s *Server) agentModels(ctx context.Context, agent *agentctx.Agent, fi int, h http.Header, now time.Time) ([]wire.Model, error) {
+	if len(agent.Metadata.Models) > 0 {
+		out := make([]wire.Model, len(agent.Metadata.Models))
+		for i, m := range agent.Metadata.Models {
+			p, _, _ := strings.Cut(m, "/")
+			out[i] = wire.Model{ID: m, Provider: p}
+		}
+		return out, nil
+	}
+	rt := s.router.bareRoute(s.providers.get(now), fi)
+	if rt == nil {
+		return []wire.Model{}, nil
+	}
+	return s.modelLists.get(ctx, s, rt, h, now)
+}
+
+// modelListCache holds each provider's own model list for modelListTTL.
+type modelListCache struct {
+	mu      sync.Mutex
+	entries map[string]modelListEntry
+}
+
+type modelListEntry struct {
+	models  []wire.Model
+	fetched time.Time
+}
+
+func (c *modelListCache) get(ctx context.Context, s *Server, rt *Route, h http.Header, now time.Time) ([]wire.Model, error) {
+	key := rt.Name + "\x00" + rt.BaseURL
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && now.Sub(e.fetched) < modelListTTL {
+		return e.models, nil
+	}
+	models, err := s.fetchModels(ctx, rt, h)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]modelListEntry{}
+	}
+	c.entries[key] = modelListEntry{models, now}
+	c.mu.Unlock()
+	return models, nil
+}
+
+// fetchModels is GET <base>/models of rt with the provider's credential.
+// OpenAI-compatible and Anthropic lists both hold {"data":[{"id":…}]}.
+func (s *Server) fetchModels(ctx context.Context, rt *Route, h http.Header) ([]wire.Model, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.FirstByteTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.URL("/models"), nil)
+	if err != nil {
+		return nil, err
+	}
+	copyRequestHeaders(req.Header, h)
+	switch rt.Auth {
+	case manifest.ProviderAuthBearer:
+		req.Header["Authorization"] = rt.authValue
+	case manifest.ProviderAuthXAPIKey:
+		req.Header["X-Api-Key"] = rt.authValue
+	}
+	resp, err := s.transport.RoundTrip(req)
+	if err != nil {
+		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes))
+	if err != nil {
+		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: status %d", rt.Name, resp.StatusCode))
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+	}
+	out := make([]wire.Model, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID != "" {
+			out = append(out, wire.Model{ID: m.ID, Provider: rt.Name})
+		}
+	}
+	return out, nil
+}
