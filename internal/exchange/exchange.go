@@ -55,3 +55,11 @@ type Decorator interface {
 type Mediator interface {
 	Mediate(w http.ResponseWriter, r *http.Request, x *Exchange)
 }
+
+// Presenter is a Mediator that can render an exchange's body as its first
+// upstream call would carry it (managed tools added, hidden rounds of the
+// conversation restored) without calling upstream: what a token count
+// must see to be true.
+type Presenter interface {
+	Present(x *Exchange) ([]byte, error)
+}

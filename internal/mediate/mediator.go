@@ -24,6 +24,7 @@ package mediate
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -183,4 +184,27 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	rs.stopKeepalive()
 	rs.finish(out, t.usage, t.req.IncludeUsage)
 	m.record(t, out)
+}
+
+// Present renders x's body as the first upstream call of its turn would
+// carry it, managed tools presented and the conversation's hidden rounds
+// restored, without calling upstream (exchange.Presenter): a token count
+// of it is a count of what cllama sends. An agent without managed tools
+// gets x.Body back.
+func (m *Mediator) Present(x *exchange.Exchange) ([]byte, error) {
+	if x.Agent == nil || x.Agent.Tools == nil {
+		return x.Body, nil
+	}
+	if x.Agent.ToolsErr != nil {
+		return nil, fmt.Errorf("agent %s: %w", x.Agent.ID, x.Agent.ToolsErr)
+	}
+	f, ok := m.loops[x.Format]
+	if !ok {
+		return nil, fmt.Errorf("managed tools are not available for the %s format", x.Format)
+	}
+	t, fail := m.presentTurn(x, f)
+	if fail != nil {
+		return nil, fail
+	}
+	return t.req.Encode()
 }

@@ -64,8 +64,20 @@ func internalFailure(format string, args ...any) *failure {
 }
 
 // newTurn parses the request, restores continuity and presents the
-// managed tools.
+// managed tools, ready for its first upstream call.
 func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
+	t, fail := m.presentTurn(x, f)
+	if fail != nil {
+		return nil, fail
+	}
+	f.PrepareUpstream(t.req)
+	return t, nil
+}
+
+// presentTurn is newTurn up to the upstream call's own settings: the
+// request as the runner sent it, with continuity restored and the managed
+// tools presented.
+func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
 	t := &turn{m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
 	req, err := f.ParseRequest(x.Body)
 	if err != nil {
@@ -85,7 +97,6 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failu
 	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {
 		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: tool_choice: " + err.Error()}
 	}
-	f.PrepareUpstream(req)
 	return t, nil
 }
 

@@ -23,8 +23,11 @@ func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
 }
 
 // serveModel handles a POST to the endpoint of s.formats[fi]: edge checks,
-// identity, routing, then decoration and mediation or passthrough.
-func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int) {
+// identity, routing, then decoration and mediation or passthrough. With
+// count, it is the format's token-counting endpoint (wire.TokenCounter):
+// the same checks, feeds and managed tools, then one upstream call whose
+// answer is relayed as it comes.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, count bool) {
 	f := s.formats[fi]
 	format := exchange.Format(f.Name())
 	start := s.now()
@@ -80,7 +83,12 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int) {
 		return
 	}
 
-	call := &upstreamCall{route: route, url: route.urls[fi], header: r.Header, rawQuery: r.URL.RawQuery}
+	url := route.urls[fi]
+	if count {
+		url = route.countURLs[fi]
+		info.Stream = false // a count never streams
+	}
+	call := &upstreamCall{route: route, url: url, header: r.Header, rawQuery: r.URL.RawQuery}
 	x := &exchange.Exchange{
 		ID:            id,
 		Start:         start,
@@ -118,11 +126,48 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int) {
 			return
 		}
 	}
+	if count {
+		body := x.Body
+		if mediated {
+			p, ok := s.mediator.(exchange.Presenter)
+			if !ok {
+				s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
+				return
+			}
+			if body, err = p.Present(x); err != nil {
+				s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
+				return
+			}
+		}
+		s.relayCount(w, r, f, x, body)
+		return
+	}
 	if mediated {
 		s.mediator.Mediate(w, r, x)
 		return
 	}
 	s.passthrough(w, r, f, x)
+}
+
+// relayCount sends a token count upstream and relays the answer. A count
+// is no generation: it is audited (request and response events, without
+// tokens: the count is not usage) and never written to session history.
+func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, body []byte) {
+	resp, err := x.Send(r.Context(), body)
+	if err != nil {
+		s.upstreamFailed(w, r, f, x, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyResponseHeaders(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	_, err = io.Copy(w, io.LimitReader(resp.Body, maxCaptureBytes))
+	s.auditExchange(x, audit.TypeResponse, func(e *audit.Event) {
+		e.StatusCode = resp.StatusCode
+		if err != nil {
+			e.Error = "relaying the token count: " + err.Error()
+		}
+	})
 }
 
 // readBody reads the runner's body within MaxBodyBytes and BodyReadTimeout.

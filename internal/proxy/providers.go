@@ -53,6 +53,7 @@ type Route struct {
 
 	// Built once per registry, not per request.
 	urls      []string // upstream URL per format, indexed as Server.formats
+	countURLs []string // token-counting URL per format ("" when it has none)
 	authValue []string // the Authorization or X-Api-Key header value
 }
 
@@ -64,8 +65,12 @@ func (r *Route) URL(endpoint string) string { return r.BaseURL + endpoint }
 // finish precomputes what every request of the route needs.
 func (r *Route) finish(formats []wire.Format) {
 	r.urls = make([]string, len(formats))
+	r.countURLs = make([]string, len(formats))
 	for i, f := range formats {
 		r.urls[i] = r.URL(f.Endpoint().Upstream)
+		if tc, ok := f.(wire.TokenCounter); ok {
+			r.countURLs[i] = r.URL(tc.CountTokens().Upstream)
+		}
 	}
 	switch r.Auth {
 	case manifest.ProviderAuthBearer:

@@ -177,7 +177,11 @@ const pathHealth = "/health"
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, f := range s.formats {
 		if r.URL.Path == f.Endpoint().Route {
-			s.serveModel(w, r, i)
+			s.serveModel(w, r, i, false)
+			return
+		}
+		if tc, ok := f.(wire.TokenCounter); ok && r.URL.Path == tc.CountTokens().Route {
+			s.serveModel(w, r, i, true)
 			return
 		}
 	}

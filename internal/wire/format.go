@@ -134,6 +134,17 @@ type NativeProvider interface {
 	NativeProvider() string
 }
 
+// TokenCounter is a format whose API counts a request's input tokens
+// without generating (optional ability; Anthropic's POST
+// /v1/messages/count_tokens). The request body has the shape of the
+// format's generation request, so feeds and managed tools are added to it
+// as to a generation, and the count is of what cllama would send.
+type TokenCounter interface {
+	// CountTokens is the counting endpoint: its route on cllama and its
+	// path below the provider's base URL.
+	CountTokens() Endpoint
+}
+
 // ModelCatalog is a format whose clients list models (optional ability;
 // GET /v1/models and /v1/models/{id}). Those routes carry no body, so the
 // format is chosen by the request's headers: the first format that claims

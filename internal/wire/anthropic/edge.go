@@ -24,6 +24,11 @@ func (Format) Endpoint() wire.Endpoint {
 // the reference proxy.
 func (Format) NativeProvider() string { return Name }
 
+// CountTokens is POST /v1/messages/count_tokens (wire.TokenCounter).
+func (Format) CountTokens() wire.Endpoint {
+	return wire.Endpoint{Route: "/v1/messages/count_tokens", Upstream: "/messages/count_tokens"}
+}
+
 type errorObject struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
