@@ -67,6 +67,9 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if s.Status != 0 {
+		if s.RetryAfter != "" {
+			w.Header().Set("Retry-After", s.RetryAfter)
+		}
 		w.WriteHeader(s.Status)
 		_, _ = w.Write([]byte(s.Raw))
 		return
@@ -262,7 +265,8 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 	if ka == 0 {
 		ka = time.Hour
 	}
-	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes})
+	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes,
+		RetryBaseDelay: time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)
 	}

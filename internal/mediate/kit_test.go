@@ -41,6 +41,8 @@ type step struct {
 	Status int    // non-2xx: Raw is the body
 	Raw    string // verbatim body
 	Hold   bool   // wait until the request is canceled
+	// RetryAfter is the Retry-After header of a non-2xx step.
+	RetryAfter string
 }
 
 // upReq is what the upstream received.

@@ -74,6 +74,15 @@ type Options struct {
 	KeepaliveInterval time.Duration
 	// MaxResponseBytes bounds one upstream response body (default 32 MiB).
 	MaxResponseBytes int64
+	// UpstreamRetries is how often a round is tried again when the
+	// provider answers 429, 503 or 529 (default 3; negative: never),
+	// within what is left of the turn's total_timeout_ms.
+	UpstreamRetries int
+	// RetryBaseDelay is the first wait before such a retry when the
+	// provider sends no Retry-After (default 500ms, doubling, jittered);
+	// RetryMaxDelay caps any one wait, Retry-After included (default 10s).
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -102,6 +111,15 @@ func New(o Options) (*Mediator, error) {
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = 32 << 20
+	}
+	if o.UpstreamRetries == 0 {
+		o.UpstreamRetries = 3
+	}
+	if o.RetryBaseDelay <= 0 {
+		o.RetryBaseDelay = 500 * time.Millisecond
+	}
+	if o.RetryMaxDelay <= 0 {
+		o.RetryMaxDelay = 10 * time.Second
 	}
 	if o.Now == nil {
 		o.Now = time.Now

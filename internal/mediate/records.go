@@ -2,7 +2,9 @@ package mediate
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -72,4 +74,12 @@ func (m *Mediator) auditOutcome(t *turn, out outcome) {
 // auditError reports a recording failure; it never fails the request.
 func (m *Mediator) auditError(x *exchange.Exchange, msg string) {
 	m.opt.Audit.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format), Mediated: true, Error: msg})
+}
+
+// auditRetry records that a round is tried again because the provider was
+// busy: an error event naming the status, the try and the wait.
+func (m *Mediator) auditRetry(t *turn, status, try int, wait time.Duration) {
+	m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeError, RequestID: t.x.ID, Format: string(t.x.Format),
+		Model: t.x.Model, Stream: t.x.Stream, Mediated: true, StatusCode: status,
+		Error: fmt.Sprintf("provider %s answered %d on call %d; retrying in %s (retry %d)", t.x.Provider, status, t.calls, wait.Round(time.Millisecond), try)})
 }

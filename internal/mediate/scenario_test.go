@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -407,11 +408,46 @@ var scenarios = []scenario{
 	},
 	{
 		name:   "upstream refuses the first call: status and body relayed",
-		script: []step{{Status: 429, Raw: `{"error":{"message":"slow down"}}`}},
+		script: []step{{Status: 400, Raw: `{"error":{"message":"bad request"}}`}},
+		status: 400,
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if string(r.body) != `{"error":{"message":"bad request"}}` || len(r.up) != 1 {
+				t.Errorf("body = %s after %d calls", r.body, len(r.up))
+			}
+		},
+	},
+	{
+		name: "busy provider: the round is retried, honouring Retry-After, and answered",
+		script: []step{{Calls: []tcall{call("c1", echo, `{"q":"a"}`)}},
+			{Status: 429, Raw: `{"error":{"type":"rate_limit_error","message":"slow down"}}`, RetryAfter: "0"},
+			{Status: 529, Raw: `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`},
+			{Text: "done"}},
+		check: func(t *testing.T, h *harness, r outcomeOf) {
+			if r.final.Text != "done" || len(r.up) != 4 {
+				t.Errorf("answer %q after %d calls", r.final.Text, len(r.up))
+			}
+			retries := 0
+			for _, e := range h.audit.events() {
+				if e.Type == audit.TypeError && strings.Contains(e.Error, "retrying") {
+					retries++
+				}
+			}
+			if retries != 2 {
+				t.Errorf("%d retry events, want 2", retries)
+			}
+		},
+	},
+	{
+		name: "busy provider: given up after the retries, the provider's status and error relayed",
+		script: []step{{Calls: []tcall{call("c1", echo, `{"q":"a"}`)}},
+			{Status: 429, Raw: `{"error":{"type":"rate_limit_error","message":"slow down"}}`},
+			{Status: 429, Raw: `{"error":{"type":"rate_limit_error","message":"slow down"}}`},
+			{Status: 429, Raw: `{"error":{"type":"rate_limit_error","message":"slow down"}}`},
+			{Status: 429, Raw: `{"error":{"type":"rate_limit_error","message":"slow down"}}`}},
 		status: 429,
 		check: func(t *testing.T, h *harness, r outcomeOf) {
-			if string(r.body) != `{"error":{"message":"slow down"}}` {
-				t.Errorf("body = %s", r.body)
+			if !strings.Contains(string(r.body), "slow down") || len(r.up) != 5 {
+				t.Errorf("body = %s after %d calls", r.body, len(r.up))
 			}
 		},
 	},
@@ -562,4 +598,32 @@ func toolEvents(h *harness) []audit.Event {
 		}
 	}
 	return out
+}
+
+// A busy provider after keepalives have started: the runner's stream is
+// under way, so the failure is an in-band error event carrying the
+// provider's error type, which the official SDKs raise (issue 12 "Errors
+// that SDKs can act on").
+func TestBusyProviderAfterKeepalivesIsTypedInBand(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{keepalive: time.Millisecond})
+			busy := step{Status: 429, Raw: `{"error":{"type":"rate_limit_error","message":"slow down"}}`}
+			h.up.script = []step{{Calls: []tcall{call("c1", slow, `{"q":"a"}`)}}, busy, busy, busy, busy}
+			res := h.post(context.Background(), k.runnerRequest(hello, nil, true, nil))
+			body, _ := io.ReadAll(res.Body)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s (keepalives had started, so the stream was under way)", res.StatusCode, body)
+			}
+			if !strings.Contains(string(body), ": cllama: running managed tools") {
+				t.Fatalf("no keepalive before the error: %s", body)
+			}
+			if !strings.Contains(string(body), `"rate_limit_error"`) || !strings.Contains(string(body), "429") {
+				t.Fatalf("in-band error lacks the provider's type and status: %s", body)
+			}
+			if k.format() == "openai" && !strings.Contains(string(body), `"code":"rate_limit_exceeded"`) {
+				t.Fatalf("OpenAI in-band error lacks code rate_limit_exceeded: %s", body)
+			}
+		})
+	}
 }

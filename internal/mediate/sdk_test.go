@@ -3,6 +3,7 @@ package mediate
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,17 @@ func TestAnthropicSDKClient(t *testing.T) {
 		}
 		if msg.Usage.InputTokens != 12 || msg.Usage.OutputTokens != 3 {
 			t.Errorf("usage %+v", msg.Usage)
+		}
+	})
+	t.Run("stream where the provider stays busy: the SDK raises its typed error", func(t *testing.T) {
+		busy := step{Status: 529, Raw: `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`}
+		h.up.script = append(h.up.script, step{Calls: []tcall{call("c9", slow, `{}`)}}, busy, busy, busy, busy)
+		s := client.Messages.NewStreaming(ctx, params)
+		for s.Next() {
+		}
+		err := s.Err()
+		if err == nil || !strings.Contains(err.Error(), "overloaded_error") || !strings.Contains(err.Error(), "529") {
+			t.Fatalf("stream error %v, want the provider's overloaded_error (529)", err)
 		}
 	})
 	t.Run("stream handing back a native call", func(t *testing.T) {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -137,32 +140,108 @@ func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
 		return nil, internalFailure("encoding the upstream request: %v", err)
 	}
 	t.calls++
+	for attempt := 0; ; attempt++ {
+		status, raw, wait, fail := t.send(ctx, parent, body)
+		if fail != nil {
+			return nil, fail
+		}
+		if status >= 200 && status <= 299 {
+			resp, err := t.f.ParseResponse(raw)
+			if err != nil {
+				return nil, internalFailure("upstream response %d: %v", t.calls, err)
+			}
+			t.usage = t.usage.Add(resp.Usage)
+			return resp, nil
+		}
+		if retriable(status) {
+			// The provider is busy: nothing of the turn has reached the
+			// runner but keepalives, so try again within the turn's budget.
+			if d, ok := t.retryDelay(ctx, attempt, wait); ok {
+				t.m.auditRetry(t, status, attempt+1, d)
+				select {
+				case <-time.After(d):
+					continue
+				case <-ctx.Done():
+					return nil, t.contextFailure(ctx, parent, "waiting to retry")
+				}
+			}
+			// Given up: the provider's own status and error, in the
+			// response's status when no byte was sent, else in-band.
+			return nil, &failure{status: status, errType: upstreamErrorType(status, raw),
+				msg:      fmt.Sprintf("provider %s answered %d on call %d of a mediated turn after %d tries: %s", t.x.Provider, status, t.calls, attempt+1, snippet(raw)),
+				upstream: raw}
+		}
+		if t.calls == 1 {
+			// The provider refused the runner's own request: relay it as
+			// the passthrough path would.
+			return nil, &failure{status: status, errType: apierror.TypeUpstream, msg: fmt.Sprintf("upstream status %d: %s", status, snippet(raw)), upstream: raw}
+		}
+		return nil, internalFailure("upstream returned status %d on call %d of a mediated turn: %s", status, t.calls, snippet(raw))
+	}
+}
+
+// send makes one upstream call and reads its answer (bounded), with the
+// provider's Retry-After.
+func (t *turn) send(ctx, parent context.Context, body []byte) (int, []byte, string, *failure) {
 	res, err := t.x.Send(ctx, body)
 	if err != nil {
-		return nil, t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
+		return 0, nil, "", t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, t.m.opt.MaxResponseBytes+1))
 	if err != nil {
-		return nil, t.contextFailure(ctx, parent, fmt.Sprintf("reading upstream response %d: %v", t.calls, err))
+		return 0, nil, "", t.contextFailure(ctx, parent, fmt.Sprintf("reading upstream response %d: %v", t.calls, err))
 	}
 	if int64(len(raw)) > t.m.opt.MaxResponseBytes {
-		return nil, internalFailure("upstream response %d exceeds %d bytes", t.calls, t.m.opt.MaxResponseBytes)
+		return 0, nil, "", internalFailure("upstream response %d exceeds %d bytes", t.calls, t.m.opt.MaxResponseBytes)
 	}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		if t.calls == 1 {
-			// The provider refused the runner's own request: relay it as
-			// the passthrough path would.
-			return nil, &failure{status: res.StatusCode, errType: apierror.TypeUpstream, msg: fmt.Sprintf("upstream status %d: %s", res.StatusCode, snippet(raw)), upstream: raw}
+	return res.StatusCode, raw, res.Header.Get("Retry-After"), nil
+}
+
+// retriable are the statuses of a provider that is busy, not of a request
+// that is wrong: rate limited (429), unavailable (503), overloaded (529).
+func retriable(status int) bool { return status == 429 || status == 503 || status == 529 }
+
+// retryDelay is the wait before retry number attempt+1: the provider's
+// Retry-After (seconds or an HTTP date), else an exponential backoff with
+// jitter; capped by RetryMaxDelay. It reports false when the retries are
+// used up or the wait would outlast the turn's remaining budget.
+func (t *turn) retryDelay(ctx context.Context, attempt int, retryAfter string) (time.Duration, bool) {
+	o := t.m.opt
+	if attempt >= o.UpstreamRetries {
+		return 0, false
+	}
+	d := o.RetryBaseDelay << attempt
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1)) // jitter: [d/2, d]
+	if retryAfter != "" {
+		if secs, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && secs >= 0 {
+			d = time.Duration(secs) * time.Second
+		} else if at, err := http.ParseTime(retryAfter); err == nil {
+			d = max(at.Sub(o.Now()), 0)
 		}
-		return nil, internalFailure("upstream returned status %d on call %d of a mediated turn: %s", res.StatusCode, t.calls, snippet(raw))
 	}
-	resp, err := t.f.ParseResponse(raw)
-	if err != nil {
-		return nil, internalFailure("upstream response %d: %v", t.calls, err)
+	d = min(d, o.RetryMaxDelay)
+	if deadline, ok := ctx.Deadline(); ok && o.Now().Add(d).After(deadline) {
+		return 0, false
 	}
-	t.usage = t.usage.Add(resp.Usage)
-	return resp, nil
+	return d, true
+}
+
+// upstreamErrorType is the error type a provider's error body names
+// ({"error":{"type":…}} in both formats), else the one its status means.
+func upstreamErrorType(status int, raw []byte) string {
+	var doc struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &doc) == nil && doc.Error.Type != "" && len(doc.Error.Type) <= 64 {
+		return doc.Error.Type
+	}
+	if status == http.StatusTooManyRequests {
+		return apierror.TypeRateLimit
+	}
+	return apierror.TypeOverloaded
 }
 
 // contextFailure tells a disconnected runner and an exhausted total budget

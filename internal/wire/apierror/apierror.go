@@ -24,7 +24,8 @@ const (
 	TypeRequestTooLarge = "request_too_large"     // 413
 	TypeAPI             = "api_error"             // 500, 502, in-band stream errors
 	TypeTimeout         = "timeout_error"         // 504
-	TypeOverloaded      = "overloaded_error"      // 503
+	TypeOverloaded      = "overloaded_error"      // 503, 529
+	TypeRateLimit       = "rate_limit_error"      // 429
 	TypeManifest        = "manifest_error"        // 500: the agent's compiled manifest is broken
 	TypeUpstream        = "upstream_error"        // 502: the provider could not be reached
 	TypeUpstreamStream  = "upstream_stream_error" // in-band: the provider's stream broke

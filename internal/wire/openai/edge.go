@@ -27,11 +27,17 @@ type errorObject struct {
 }
 
 // ErrorBody implements wire.Format:
-// {"error":{"message","type","param":null,"code":null}}.
+// {"error":{"message","type","param":null,"code":null}}. A rate limit
+// carries OpenAI's own code, rate_limit_exceeded, which clients match on.
 func (Format) ErrorBody(errType, msg string) []byte {
+	e := errorObject{Message: msg, Type: errType}
+	if errType == "rate_limit_error" || errType == "requests" || errType == "tokens" {
+		code := "rate_limit_exceeded"
+		e.Code = &code
+	}
 	b, _ := wire.MarshalUnescaped(struct {
 		Error errorObject `json:"error"`
-	}{errorObject{Message: msg, Type: errType}}) // strings only: cannot fail
+	}{e}) // strings only: cannot fail
 	return b
 }
 
