@@ -48,6 +48,21 @@ func TestOpenAISDKClient(t *testing.T) {
 			t.Errorf("usage %+v", acc.Usage)
 		}
 	})
+	t.Run("stream where the provider stays rate limited: the SDK raises its typed error", func(t *testing.T) {
+		busy := step{Status: 429, Raw: `{"error":{"type":"requests","code":"rate_limit_exceeded","message":"slow down"}}`}
+		h.up.script = append(h.up.script, step{Calls: []tcall{call("c9", slow, `{}`)}}, busy, busy, busy, busy)
+		s := client.Chat.Completions.NewStreaming(ctx, params)
+		for s.Next() {
+		}
+		// openai-go raises an in-band error with the event's error object;
+		// an answer before the stream began is an *openai.Error (429).
+		err := s.Err()
+		var apiErr *openai.Error
+		inBand := err != nil && strings.Contains(err.Error(), `"code":"rate_limit_exceeded"`) && strings.Contains(err.Error(), "429")
+		if !inBand && !(errors.As(err, &apiErr) && apiErr.StatusCode == 429) {
+			t.Fatalf("stream error %v, want the provider's rate limit (code rate_limit_exceeded)", err)
+		}
+	})
 	t.Run("stream handing back a native call", func(t *testing.T) {
 		h.up.script = append(h.up.script, step{Calls: []tcall{call("n1", "shell", `{"cmd":"ls"}`)}})
 		s := client.Chat.Completions.NewStreaming(ctx, params)
