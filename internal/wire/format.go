@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // Format is what cllama needs of every API format it speaks: enough to
@@ -167,4 +169,19 @@ type Model struct {
 	ID string
 	// Provider is the provider serving it.
 	Provider string
+}
+
+// UsageMember reads the top-level "usage" member of a response body with
+// read, the format's reader of its usage object; the body is scanned, not
+// decoded (package jsontop).
+func UsageMember(body []byte, read func(raw []byte, u *Usage) bool) (Usage, bool) {
+	var u Usage
+	if !bytes.Contains(body, []byte(`"usage"`)) {
+		return u, false
+	}
+	raw, _ := jsontop.Find(body, "usage")
+	if !read(raw, &u) {
+		return Usage{}, false
+	}
+	return u, true
 }

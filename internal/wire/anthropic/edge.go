@@ -94,17 +94,7 @@ func deref(p *int) int {
 }
 
 // Usage implements wire.Format: the top-level usage member.
-func (Format) Usage(body []byte) (wire.Usage, bool) {
-	var u wire.Usage
-	if !bytes.Contains(body, usageKey) {
-		return u, false
-	}
-	raw, _ := jsontop.Find(body, "usage")
-	if !readUsage(raw, &u) {
-		return wire.Usage{}, false
-	}
-	return u, true
-}
+func (Format) Usage(body []byte) (wire.Usage, bool) { return wire.UsageMember(body, readUsage) }
 
 // ObserveStream implements wire.Format. message_start carries
 // message.usage and every message_delta the cumulative usage so far; the

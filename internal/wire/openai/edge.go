@@ -82,17 +82,7 @@ func readUsage(raw []byte, u *wire.Usage) bool {
 }
 
 // Usage implements wire.Format: the top-level usage member.
-func (Format) Usage(body []byte) (wire.Usage, bool) {
-	var u wire.Usage
-	if !bytes.Contains(body, usageKey) {
-		return u, false
-	}
-	raw, _ := jsontop.Find(body, "usage")
-	if !readUsage(raw, &u) {
-		return wire.Usage{}, false
-	}
-	return u, true
-}
+func (Format) Usage(body []byte) (wire.Usage, bool) { return wire.UsageMember(body, readUsage) }
 
 // ObserveStream implements wire.Format. Usage comes in the last chunk when
 // the runner asked for stream_options.include_usage; the stream ends with
