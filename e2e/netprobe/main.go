@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -92,23 +93,28 @@ func probe(args []string) error {
 	fs := flag.NewFlagSet("probe", flag.ExitOnError)
 	timeout := fs.Duration("timeout", time.Second, "per-target limit")
 	_ = fs.Parse(args)
-	out := []Result{}
-	for _, target := range fs.Args() {
-		start := time.Now()
-		r := Result{Target: target}
-		var err error
-		if strings.HasPrefix(target, "http://") {
-			r.Status, err = httpGet(target, *timeout)
-		} else {
-			err = dial(target, *timeout)
-		}
-		r.Millis = time.Since(start).Milliseconds()
-		r.Outcome = classify(err)
-		if err != nil {
-			r.Error = err.Error()
-		}
-		out = append(out, r)
+	// Targets are probed at once: most of them are expected to time out.
+	out := make([]Result, len(fs.Args()))
+	var wg sync.WaitGroup
+	for i, target := range fs.Args() {
+		wg.Go(func() {
+			start := time.Now()
+			r := Result{Target: target}
+			var err error
+			if strings.HasPrefix(target, "http://") {
+				r.Status, err = httpGet(target, *timeout)
+			} else {
+				err = dial(target, *timeout)
+			}
+			r.Millis = time.Since(start).Milliseconds()
+			r.Outcome = classify(err)
+			if err != nil {
+				r.Error = err.Error()
+			}
+			out[i] = r
+		})
 	}
+	wg.Wait()
 	return json.NewEncoder(os.Stdout).Encode(out)
 }
 
