@@ -1,13 +1,11 @@
 package history
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/faulttest"
 )
 
 // The tests in this file inject the faults a history file meets in
@@ -82,50 +82,23 @@ func TestKill9UnderLoad(t *testing.T) {
 	if os.Getenv(crashHelperDir) != "" {
 		t.Skip("in the helper process")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skip("cannot find the test binary to re-run:", err)
-	}
 	kills := 16
 	if testing.Short() {
 		kills = 4
 	}
 	dir := t.TempDir()
 	acked := map[string]bool{}
-	for gen := range kills {
-		cmd := exec.Command(exe, "-test.run=^TestCrashHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashHelperDir+"="+dir, crashHelperGen+"="+strconv.Itoa(gen))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// Kill after a varying number of acknowledgements, while the
-		// other goroutines are in the middle of their writes.
-		killAt := 2 + gen%7
-		sc := bufio.NewScanner(out)
-		n := 0
-		for sc.Scan() {
-			id, ok := strings.CutPrefix(sc.Text(), "ACK ")
-			if !ok {
-				continue
-			}
-			acked[id] = true
-			if n++; n == killAt {
-				if err := cmd.Process.Kill(); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		werr := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("run %d: helper ended with %v before it was killed (%d acks): %s", gen, werr, n, stderr.String())
-		}
+	// Kill after a varying number of acknowledgements, while the other
+	// goroutines are in the middle of their writes.
+	for _, id := range faulttest.KillRuns(t, faulttest.KillLoop{
+		Helper: "^TestCrashHelper$",
+		Env: func(gen int) []string {
+			return []string{crashHelperDir + "=" + dir, crashHelperGen + "=" + strconv.Itoa(gen)}
+		},
+		Runs:   kills,
+		KillAt: func(gen int) int { return 2 + gen%7 },
+	}) {
+		acked[id] = true
 	}
 
 	torn := 0

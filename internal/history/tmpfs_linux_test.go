@@ -7,21 +7,15 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/faulttest"
 )
 
 // The same promise on a real full filesystem: a 1 MiB tmpfs. Mounting
 // needs CAP_SYS_ADMIN; without it the test is skipped (the injected-writer
 // test, TestAppendENOSPCInjected, still runs).
 func TestAppendENOSPCTmpfs(t *testing.T) {
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v); needs CAP_SYS_ADMIN, e.g. run as root", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mnt := faulttest.SmallTmpfs(t)
 	// Ballast, removed later to free space as an operator would.
 	ballast := filepath.Join(mnt, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 512<<10), 0o600); err != nil {

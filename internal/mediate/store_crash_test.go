@@ -1,20 +1,19 @@
 package mediate
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/faulttest"
 )
 
 // Fault injection for the continuity store's files: a process killed
@@ -66,46 +65,20 @@ func TestStoreKill9UnderLoad(t *testing.T) {
 	if os.Getenv(storeHelperDir) != "" {
 		t.Skip("in the helper process")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skip("cannot find the test binary to re-run:", err)
-	}
 	kills := 12
 	if testing.Short() {
 		kills = 3
 	}
 	dir := t.TempDir()
-	var acked []string
-	for gen := range kills {
-		cmd := exec.Command(exe, "-test.run=^TestStoreCrashHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), storeHelperDir+"="+dir, storeHelperGen+"="+strconv.Itoa(gen))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		killAt, n := 3+gen%5, 0
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			key, ok := strings.CutPrefix(sc.Text(), "ACK ")
-			if !ok {
-				continue
-			}
-			acked = append(acked, key)
-			if n++; n == killAt {
-				go killMidWrite(cmd.Process, dir)
-			}
-		}
-		werr := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("run %d: helper ended with %v before it was killed: %s", gen, werr, stderr.String())
-		}
-	}
+	acked := faulttest.KillRuns(t, faulttest.KillLoop{
+		Helper: "^TestStoreCrashHelper$",
+		Env: func(gen int) []string {
+			return []string{storeHelperDir + "=" + dir, storeHelperGen + "=" + strconv.Itoa(gen)}
+		},
+		Runs:   kills,
+		KillAt: func(gen int) int { return 3 + gen%5 },
+		Kill:   func(p *os.Process) { go killMidWrite(p, dir) },
+	})
 	left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
 	s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: 1 << 20, MaxBytes: 1 << 40})
 	if err != nil {

@@ -9,21 +9,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/faulttest"
 )
 
 // On a full filesystem (a 1 MiB tmpfs) a Put that does not fit fails,
 // leaves no temporary file, and the entries already stored reload intact.
 // Mounting needs CAP_SYS_ADMIN; without it the test is skipped.
 func TestStoreENOSPCTmpfs(t *testing.T) {
-	mnt := t.TempDir()
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (%v); needs CAP_SYS_ADMIN, e.g. run as root", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmount %s: %v", mnt, err)
-		}
-	})
+	mnt := faulttest.SmallTmpfs(t)
 	s, err := OpenStore(StoreOptions{Dir: mnt})
 	if err != nil {
 		t.Fatal(err)
