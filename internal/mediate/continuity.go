@@ -35,6 +35,12 @@ import (
 // handoff ends with — that is part of the canonical message and the keys
 // differ.
 //
+// In formats where an answer is several items (Responses: reasoning, then
+// a message or function calls), the items that lead into the answer
+// (RolePrelude) are left out of the chain, as runners may drop them, and
+// the hidden rounds go before them: a reasoning item stays right before
+// the item it produced.
+//
 // A handoff (hidden rounds followed by a native-only response) is the same
 // mechanism: its key ends at the native tool-call message, so the runner's
 // follow-up carrying the native results gets the hidden transcript inserted
@@ -96,9 +102,16 @@ func restore(f wire.ToolLoop, memo *canonCache, store *Store, agent string, msgs
 	c := chainSeed
 	out := msgs
 	copied := false
+	// lead is where the run of prelude items right before msgs[i] starts
+	// (i when there is none): hidden rounds go before it.
+	lead := 0
 	for i, m := range msgs {
 		canon := canonOf(f, memo, m)
-		if canon.role == wire.RoleSystem {
+		switch canon.role {
+		case wire.RoleSystem, wire.RolePrelude:
+			if canon.role == wire.RoleSystem {
+				lead = i + 1
+			}
 			if copied {
 				out = append(out, m)
 			}
@@ -112,9 +125,13 @@ func restore(f wire.ToolLoop, memo *canonCache, store *Store, agent string, msgs
 					out = append(out, msgs[:i]...)
 					copied = true
 				}
-				out = append(out, hidden...)
+				// out ends with msgs[lead:i], the prelude of m, and
+				// no longer shares msgs' array.
+				out = append(out[:len(out)-(i-lead)], hidden...)
+				out = append(out, msgs[lead:i]...)
 			}
 		}
+		lead = i + 1
 		if copied {
 			out = append(out, m)
 		}

@@ -81,7 +81,7 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 	if err != nil {
 		return internalFailure("building tool results: %v", err)
 	}
-	added := append([]json.RawMessage{assistant}, msgs...)
+	added := append(assistant, msgs...)
 	t.req.Messages = append(t.req.Messages, added...)
 	t.hidden = append(t.hidden, added...)
 	if round == 1 {

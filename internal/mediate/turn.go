@@ -269,23 +269,35 @@ func (t *turn) finish(resp *wire.Response) outcome {
 			return outcome{fail: internalFailure("rendering the response: %v", err)}
 		}
 	}
-	if len(t.hidden) > 0 {
+	if len(t.hidden) > 0 && !t.req.ProviderHolds {
 		t.remember(resp)
 	}
 	return outcome{resp: resp, body: body}
 }
 
 // remember stores this turn's hidden messages under the chain ending at the
-// message the runner will keep: the final answer or the native tool calls.
+// message the runner will keep: the final answer or the native tool calls
+// (its first item, where the answer is several).
 // A key names one turn for good (Store.PutOnce): a second turn ending at
 // the same visible transcript makes it ambiguous rather than taking it
 // over, so one conversation never receives another's hidden rounds.
 func (t *turn) remember(resp *wire.Response) {
-	msg, err := t.f.AssistantTurn(resp, nil)
+	msgs, err := t.f.AssistantTurn(resp, nil)
 	if err != nil {
 		return
 	}
-	key := continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(canonOf(t.f, t.m.canon, msg).digest))
+	// The key ends at the answer's first item that takes part in keys:
+	// the one restore finds the hidden rounds before.
+	var key string
+	for _, m := range msgs {
+		if c := canonOf(t.f, t.m.canon, m); c.role != wire.RoleSystem && c.role != wire.RolePrelude {
+			key = continuityKey(t.f.Name(), t.x.Agent.ID, t.visible.next(c.digest))
+			break
+		}
+	}
+	if key == "" {
+		return
+	}
 	err = t.m.opt.Continuity.PutOnce(key, t.hidden)
 	switch {
 	case errors.Is(err, ErrAmbiguous):

@@ -48,9 +48,12 @@ type ToolLoop interface {
 
 	// ParseResponse decodes a non-streaming upstream response.
 	ParseResponse(body []byte) (*Response, error)
-	// AssistantTurn is the assistant message for resp carrying only the
-	// tool calls whose indexes are in keep (all of them when keep is nil).
-	AssistantTurn(resp *Response, keep []int) (json.RawMessage, error)
+	// AssistantTurn is what resp adds to the conversation, carrying only
+	// the tool calls whose indexes are in keep (all of them when keep is
+	// nil): one assistant message in formats where a message holds its
+	// tool calls, or the response's output items in order (reasoning,
+	// text, calls) where each is an item of its own.
+	AssistantTurn(resp *Response, keep []int) ([]json.RawMessage, error)
 	// ResultTurn renders tool results as the message(s) that follow an
 	// assistant turn.
 	ResultTurn(results []Result) ([]json.RawMessage, error)
@@ -58,8 +61,9 @@ type ToolLoop interface {
 	// Canonical reduces a conversation message to what identifies it for
 	// continuity, so that a runner re-serialising it (content string vs
 	// parts, null vs "", cache markers, key order) yields the same bytes.
-	// System messages report System true and take no part in the key
-	// (feeds rewrite them every turn; spec 003).
+	// System messages (RoleSystem) take no part in the key (feeds rewrite
+	// them every turn; spec 003), nor do items that belong to the answer
+	// after them (RolePrelude).
 	Canonical(msg json.RawMessage) (Canon, error)
 
 	// FinalBody renders resp as the runner's non-streaming response, with
@@ -77,8 +81,15 @@ type ToolLoop interface {
 // Request is a parsed runner request. Fields holds every top-level member
 // except messages and tools, verbatim.
 type Request struct {
-	Fields   map[string]json.RawMessage
-	Messages []json.RawMessage
+	Fields map[string]json.RawMessage
+	// Messages is the conversation, in the member MessagesKey names
+	// ("messages" when empty; Responses: "input").
+	Messages    []json.RawMessage
+	MessagesKey string
+	// ProviderHolds is set when the provider keeps the conversation
+	// itself (Responses previous_response_id): the request carries only
+	// what is new, and hidden rounds need no continuity entry.
+	ProviderHolds bool
 	// Tools are the tool definitions in order: the runner's own first.
 	Tools []json.RawMessage
 	// ToolNames are the names of the runner's own tools.
@@ -93,10 +104,14 @@ type Request struct {
 // copied as they are instead of being re-validated by encoding/json: on a
 // long transcript that is most of the proxy's own cost per round.
 func (r *Request) Encode() ([]byte, error) {
+	list := r.MessagesKey
+	if list == "" {
+		list = "messages"
+	}
 	keys := make([]string, 0, len(r.Fields))
 	size := 64
 	for k, v := range r.Fields {
-		if k == "messages" || k == "tools" {
+		if k == list || k == "tools" {
 			continue
 		}
 		keys = append(keys, k)
@@ -125,7 +140,9 @@ func (r *Request) Encode() ([]byte, error) {
 		b = append(b, v...)
 		b = append(b, ',')
 	}
-	b = appendArray(append(b, `"messages":`...), r.Messages)
+	b = append(b, '"')
+	b = append(b, list...) // a format's constant: needs no escaping
+	b = appendArray(append(b, `":`...), r.Messages)
 	if len(r.Tools) > 0 {
 		b = appendArray(append(b, `,"tools":`...), r.Tools)
 	}
@@ -144,6 +161,15 @@ func appendArray(b []byte, items []json.RawMessage) []byte {
 		b = append(b, it...)
 	}
 	return append(b, ']')
+}
+
+// One wraps a single marshalled message as a message list, for
+// AssistantTurn implementations whose turn is one message.
+func One(msg []byte, err error) ([]json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []json.RawMessage{msg}, nil
 }
 
 // Call is one tool call of a model response.
@@ -217,6 +243,12 @@ const (
 	RoleUser
 	RoleAssistant
 	RoleTool
+	// RolePrelude is an item that leads into the assistant item after it
+	// and belongs with it (a reasoning item before the message or call it
+	// produced). It takes no part in the continuity key, since runners
+	// may drop it, and hidden rounds restored before an assistant item go
+	// before the prelude items that lead into it.
+	RolePrelude
 )
 
 // Canon is a message's canonical identity.

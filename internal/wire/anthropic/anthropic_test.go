@@ -33,7 +33,7 @@ func TestAssistantTurnDropsHiddenCalls(t *testing.T) {
 	if err != nil || len(resp.Calls) != 2 || resp.Usage != (wire.Usage{Input: 3, Output: 4}) {
 		t.Fatalf("%v %+v", err, resp)
 	}
-	turn, _ := f.AssistantTurn(resp, []int{0})
+	turn := single(t)(f.AssistantTurn(resp, []int{0}))
 	if bytes.Contains(turn, []byte("shell")) || !bytes.Contains(turn, []byte(`"text":"a"`)) {
 		t.Errorf("turn %s", turn)
 	}
@@ -48,13 +48,13 @@ func FuzzParseResponse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		turn, err := New().AssistantTurn(resp, nil)
-		if err != nil || !json.Valid(turn) {
+		turn := single(t)(New().AssistantTurn(resp, nil))
+		if !json.Valid(turn) {
 			t.Fatalf("assistant turn: %v", err)
 		}
 		if len(resp.Calls) > 0 {
-			if turn, err = New().AssistantTurn(resp, []int{0}); err != nil || !json.Valid(turn) {
-				t.Fatalf("partial turn: %v", err)
+			if turn = single(t)(New().AssistantTurn(resp, []int{0})); !json.Valid(turn) {
+				t.Fatalf("partial turn: %s", turn)
 			}
 		}
 		if body, err := New().FinalBody(resp, wire.Usage{}); err != nil || !json.Valid(body) {
@@ -113,5 +113,16 @@ func TestToolChoice(t *testing.T) {
 	f.RelaxToolChoice(r)
 	if got := string(r.Fields["tool_choice"]); got != `{"type":"none"}` {
 		t.Errorf("relax none: %s", got)
+	}
+}
+
+// single checks that an assistant turn is one message and returns it.
+func single(t testing.TB) func([]json.RawMessage, error) json.RawMessage {
+	return func(msgs []json.RawMessage, err error) json.RawMessage {
+		t.Helper()
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("assistant turn: %v, %d messages", err, len(msgs))
+		}
+		return msgs[0]
 	}
 }

@@ -87,7 +87,7 @@ func viewOf(resp *wire.Response) (*view, error) {
 
 // AssistantTurn implements wire.ToolLoop: the response's content blocks as
 // an assistant message, dropping tool_use blocks not in keep.
-func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, error) {
+func (Format) AssistantTurn(resp *wire.Response, keep []int) ([]json.RawMessage, error) {
 	v, err := viewOf(resp)
 	if err != nil {
 		return nil, err
@@ -107,10 +107,10 @@ func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, e
 			blocks = append(blocks, b)
 		}
 	}
-	return json.Marshal(struct {
+	return wire.One(json.Marshal(struct {
 		Role    string            `json:"role"`
 		Content []json.RawMessage `json:"content"`
-	}{"assistant", blocks})
+	}{"assistant", blocks}))
 }
 
 // FinalBody implements wire.ToolLoop.

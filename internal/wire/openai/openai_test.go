@@ -76,13 +76,13 @@ func checkResponse(t *testing.T, f wire.ToolLoop, data []byte) {
 	if err != nil {
 		return
 	}
-	turn, err := f.AssistantTurn(resp, nil)
-	if err != nil || !json.Valid(turn) {
-		t.Fatalf("assistant turn: %v %s", err, turn)
+	turn := single(t)(f.AssistantTurn(resp, nil))
+	if !json.Valid(turn) {
+		t.Fatalf("assistant turn: %s", turn)
 	}
 	if len(resp.Calls) > 0 {
-		if turn, err = f.AssistantTurn(resp, []int{len(resp.Calls) - 1}); err != nil || !json.Valid(turn) {
-			t.Fatalf("partial assistant turn: %v", err)
+		if turn = single(t)(f.AssistantTurn(resp, []int{len(resp.Calls) - 1})); !json.Valid(turn) {
+			t.Fatalf("partial assistant turn: %s", turn)
 		}
 	}
 	if _, err := f.Canonical(turn); err != nil {
@@ -157,5 +157,16 @@ func TestStreamUsageOnlyWhenAsked(t *testing.T) {
 	with, _ := f.StreamEvents(resp, wire.Usage{Input: 3, Output: 4}, true)
 	if len(with) != len(without)+1 || !bytes.Contains(with[len(with)-2].Data, []byte(`"total_tokens":7`)) || string(with[len(with)-1].Data) != "[DONE]" {
 		t.Errorf("usage chunk: %s", with[len(with)-2].Data)
+	}
+}
+
+// single checks that an assistant turn is one message and returns it.
+func single(t testing.TB) func([]json.RawMessage, error) json.RawMessage {
+	return func(msgs []json.RawMessage, err error) json.RawMessage {
+		t.Helper()
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("assistant turn: %v, %d messages", err, len(msgs))
+		}
+		return msgs[0]
 	}
 }

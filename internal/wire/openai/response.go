@@ -119,10 +119,10 @@ func viewOf(resp *wire.Response) (*view, error) {
 	return v, nil
 }
 
-// AssistantTurn implements wire.ToolLoop. The message is rebuilt from
+// AssistantTurn implements wire.ToolLoop: one message, rebuilt from
 // role, content and the kept tool_calls; response-only members (refusal,
 // annotations, audio) are not sent back.
-func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, error) {
+func (Format) AssistantTurn(resp *wire.Response, keep []int) ([]json.RawMessage, error) {
 	v, err := viewOf(resp)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func (Format) AssistantTurn(resp *wire.Response, keep []int) (json.RawMessage, e
 		}
 		out["tool_calls"] = b
 	}
-	return json.Marshal(out)
+	return wire.One(json.Marshal(out))
 }
 
 // FinalBody implements wire.ToolLoop.
