@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -141,4 +142,56 @@ func TrimTexts(items []any) []any {
 		return nil
 	}
 	return out
+}
+
+// CanonContent reduces message content (a string, null, or parts) to
+// merged text and canonical non-text parts: a string, null and "" equal
+// the equivalent parts. textParts names the part types that carry text.
+func CanonContent(raw json.RawMessage, textParts ...string) []any {
+	if s, ok := String(raw); ok {
+		return TrimTexts([]any{s})
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return []any{string(raw)}
+	}
+	var out []any
+	for _, p := range parts {
+		var tp struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(p, &tp)
+		if slices.Contains(textParts, tp.Type) {
+			if tp.Text == "" {
+				continue
+			}
+			if n := len(out); n > 0 {
+				if prev, ok := out[n-1].(string); ok {
+					out[n-1] = prev + tp.Text
+					continue
+				}
+			}
+			out = append(out, tp.Text)
+			continue
+		}
+		if cp, err := CanonicalJSON(p); err == nil {
+			out = append(out, json.RawMessage(cp))
+		}
+	}
+	return TrimTexts(out)
+}
+
+// CanonArgs canonicalises a tool call's arguments string holding JSON
+// (or, from some providers, the JSON value itself); other text is kept as
+// is.
+func CanonArgs(raw json.RawMessage) string {
+	s, ok := String(raw)
+	if !ok {
+		s = string(raw)
+	}
+	if c, err := CanonicalJSON([]byte(s)); err == nil {
+		return string(c)
+	}
+	return s
 }

@@ -64,6 +64,9 @@ type StreamState struct {
 	// carried usage.
 	Usage     Usage
 	HaveUsage bool
+	// CreatedID is the id of the stored object the stream creates, as
+	// announced by its first event (formats implementing Stored).
+	CreatedID string
 }
 
 // Done reports whether the stream finished, rather than being cut short.
@@ -184,4 +187,30 @@ func UsageMember(body []byte, read func(raw []byte, u *Usage) bool) (Usage, bool
 		return Usage{}, false
 	}
 	return u, true
+}
+
+// Stored is a format whose provider keeps what it generates, for the
+// runner to read back or continue from (optional ability; the Responses
+// API's GET and DELETE /v1/responses/{id}). cllama relays those routes
+// only for the agent that created the object, at the provider that
+// created it, and refuses a request continuing from another agent's.
+type Stored interface {
+	Format
+	// ObjectRoutes are the routes that act on one stored object.
+	ObjectRoutes() []ObjectRoute
+	// CreatedID is the id of the object a successful non-streaming
+	// response created ("" when none). A stream announces it through
+	// StreamState.CreatedID.
+	CreatedID(body []byte) string
+	// Continues is the id of the stored object a generation request
+	// continues from ("" when none; Responses previous_response_id).
+	Continues(body []byte) string
+}
+
+// ObjectRoute is one route on a stored object. Route and Upstream hold the
+// placeholder {id}; Upstream is below the provider's base URL.
+type ObjectRoute struct {
+	Method   string // GET, DELETE or POST
+	Route    string // "/v1/responses/{id}"
+	Upstream string // "/responses/{id}"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 	"github.com/clawdapus/clawgo/internal/wire/openai"
+	"github.com/clawdapus/clawgo/internal/wire/responses"
 )
 
 // registered is every format, in the order routes are listed. The first
@@ -21,6 +22,7 @@ import (
 var registered = []wire.Format{
 	openai.New(),
 	anthropic.New(),
+	responses.New(),
 }
 
 // ErrUnregistered is returned for a format name no package registered.

@@ -13,7 +13,7 @@ import (
 )
 
 func TestUnregisteredFormatIsAnError(t *testing.T) {
-	for _, name := range []exchange.Format{"", "responses", "OpenAI"} {
+	for _, name := range []exchange.Format{"", "gemini", "OpenAI"} {
 		f, err := Lookup(name)
 		if f != nil || !errors.Is(err, ErrUnregistered) {
 			t.Errorf("Lookup(%q) = %v, %v; want ErrUnregistered", name, f, err)
@@ -39,9 +39,6 @@ func TestRegisteredFormatsImplementWhatTheProxyNeeds(t *testing.T) {
 			if _, ok := f.(wire.FeedInjector); !ok {
 				t.Error("cannot carry feeds (wire.FeedInjector)")
 			}
-			if _, ok := f.(wire.ModelCatalog); !ok {
-				t.Error("cannot list models (wire.ModelCatalog)")
-			}
 			if _, ok := f.(wire.StreamAssembling); !ok {
 				t.Error("cannot assemble streams for history (wire.StreamAssembling)")
 			}
@@ -54,10 +51,18 @@ func TestRegisteredFormatsImplementWhatTheProxyNeeds(t *testing.T) {
 			if json.Unmarshal(body, &v) != nil || !strings.Contains(string(body), `<quoted>`) {
 				t.Errorf("error body %s: want JSON carrying the message unescaped", body)
 			}
-			if ev := f.ErrorEvent("api_error", "m"); string(ev.Data) != string(f.ErrorBody("api_error", "m")) {
-				t.Errorf("error event %q differs from the error body", ev.Data)
+			if ev := f.ErrorEvent("api_error", `a "<quoted>" message`); !json.Valid(ev.Data) || !strings.Contains(string(ev.Data), `<quoted>`) || !strings.Contains(string(ev.Data), "api_error") {
+				t.Errorf("error event %q: want JSON carrying the type and the message unescaped", ev.Data)
 			}
 		})
+	}
+}
+
+// GET /v1/models carries no body: the fallback format answers it when no
+// format claims the request's headers.
+func TestFallbackListsModels(t *testing.T) {
+	if _, ok := Fallback().(wire.ModelCatalog); !ok {
+		t.Fatalf("fallback %s cannot list models (wire.ModelCatalog)", Fallback().Name())
 	}
 }
 

@@ -49,63 +49,13 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	case "tool", "function":
 		role = wire.RoleTool
 	}
-	c := canonMessage{Role: m.Role, Content: canonContent(m.Content), CallID: m.ToolCallID}
+	c := canonMessage{Role: m.Role, Content: wire.CanonContent(m.Content, "text"), CallID: m.ToolCallID}
 	for _, tc := range m.ToolCalls {
-		c.Calls = append(c.Calls, canonCall{tc.ID, tc.Function.Name, canonArgs(tc.Function.Arguments)})
+		c.Calls = append(c.Calls, canonCall{tc.ID, tc.Function.Name, wire.CanonArgs(tc.Function.Arguments)})
 	}
 	if m.FunctionCall != nil {
-		c.Calls = append(c.Calls, canonCall{"", m.FunctionCall.Name, canonArgs(m.FunctionCall.Arguments)})
+		c.Calls = append(c.Calls, canonCall{"", m.FunctionCall.Name, wire.CanonArgs(m.FunctionCall.Arguments)})
 	}
 	b, err := wire.MarshalCanonical(c)
 	return wire.Canon{Role: role, Bytes: b}, err
-}
-
-// canonContent merges adjacent text parts; a string, null and "" are the
-// same as the equivalent parts.
-func canonContent(raw json.RawMessage) []any {
-	if s, ok := wire.String(raw); ok {
-		return wire.TrimTexts([]any{s})
-	}
-	var parts []json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
-		return []any{string(raw)}
-	}
-	var out []any
-	for _, p := range parts {
-		var tp struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal(p, &tp)
-		if tp.Type == "text" {
-			if tp.Text == "" {
-				continue
-			}
-			if n := len(out); n > 0 {
-				if prev, ok := out[n-1].(string); ok {
-					out[n-1] = prev + tp.Text
-					continue
-				}
-			}
-			out = append(out, tp.Text)
-			continue
-		}
-		if cp, err := wire.CanonicalJSON(p); err == nil {
-			out = append(out, json.RawMessage(cp))
-		}
-	}
-	return wire.TrimTexts(out)
-}
-
-// canonArgs canonicalises an arguments string holding JSON; other text is
-// kept as is.
-func canonArgs(raw json.RawMessage) string {
-	s, ok := wire.String(raw)
-	if !ok {
-		s = string(raw)
-	}
-	if c, err := wire.CanonicalJSON([]byte(s)); err == nil {
-		return string(c)
-	}
-	return s
 }
