@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,34 @@ var benchStream = func() []byte {
 	return b.Bytes()
 }()
 
+// The same answer in the Responses API's shapes.
+var benchResponsesBody = func() []byte {
+	pad := strings.Repeat("lorem ipsum ", 70)
+	return []byte(`{"id":"resp_b","object":"response","created_at":1,"status":"completed","model":"gpt-fake","output":[{"type":"message","id":"msg_b","status":"completed","role":"assistant","content":[{"type":"output_text","text":"` + pad + `","annotations":[]}]}],"usage":{"input_tokens":250,"input_tokens_details":{"cached_tokens":0},"output_tokens":200,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":450}}`)
+}()
+
+var benchResponsesStream = func() []byte {
+	var b bytes.Buffer
+	ev := func(typ, data string) { b.WriteString("event: " + typ + "\ndata: " + data + "\n\n") }
+	ev("response.created", `{"type":"response.created","sequence_number":0,"response":{"id":"resp_b","object":"response","status":"in_progress","model":"gpt-fake","output":[],"usage":null}}`)
+	ev("response.output_item.added", `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"msg_b","status":"in_progress","role":"assistant","content":[]}}`)
+	for i := range 20 {
+		ev("response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":`+strconv.Itoa(i+2)+`,"item_id":"msg_b","output_index":0,"content_index":0,"delta":"token "}`)
+	}
+	ev("response.completed", `{"type":"response.completed","sequence_number":22,"response":{"id":"resp_b","object":"response","status":"completed","model":"gpt-fake","output":[{"type":"message","id":"msg_b","status":"completed","role":"assistant","content":[{"type":"output_text","text":"token token","annotations":[]}]}],"usage":{"input_tokens":250,"output_tokens":20,"total_tokens":270}}}`)
+	return b.Bytes()
+}()
+
+// benchResponsesRequest is benchRequest in the Responses API's shape.
+func benchResponsesRequest(model string, stream bool) []byte {
+	s := "false"
+	if stream {
+		s = "true"
+	}
+	pad := strings.Repeat("x", 1024-130)
+	return []byte(`{"model":"` + model + `","stream":` + s + `,"temperature":0.2,"instructions":"be brief","input":[{"role":"user","content":"` + pad + `"}]}`)
+}
+
 // benchRequest is a ~1 KB chat request.
 func benchRequest(model string, stream bool) []byte {
 	s := "false"
@@ -58,6 +87,16 @@ type benchRig struct {
 func newBenchRig(b *testing.B, history bool) *benchRig {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if strings.HasSuffix(r.URL.Path, "/responses") {
+			if bytes.Contains(body, []byte(`"stream":true`)) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(benchResponsesStream)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(benchResponsesBody)
+			return
+		}
 		if bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = w.Write(benchStream)
@@ -141,15 +180,19 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // BenchmarkPassthrough reports each path on its own: ns/op, allocs/op,
 // p50/p99 latency and CPU per request.
 func BenchmarkPassthrough(b *testing.B) {
-	for _, kind := range []string{"json", "stream"} {
+	for _, kind := range []string{"json", "stream", "responses-json", "responses-stream"} {
 		for _, path := range []string{"direct", "proxy", "proxy+history"} {
 			b.Run(kind+"/"+path, func(b *testing.B) {
 				rig := newBenchRig(b, path == "proxy+history")
-				url, model := rig.upstream+"/v1/chat/completions", "gpt-fake"
-				if path != "direct" {
-					url, model = rig.proxy+pathChat, "fake/gpt-fake"
+				endpoint, request := "/v1/chat/completions", benchRequest
+				if strings.HasPrefix(kind, "responses-") {
+					endpoint, request = "/v1/responses", benchResponsesRequest
 				}
-				body := benchRequest(model, kind == "stream")
+				url, model := rig.upstream+endpoint, "gpt-fake"
+				if path != "direct" {
+					url, model = rig.proxy+endpoint, "fake/gpt-fake"
+				}
+				body := request(model, strings.HasSuffix(kind, "stream"))
 				for range 50 { // warm the connection pools
 					rig.do(b, url, body)
 				}
