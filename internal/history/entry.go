@@ -16,7 +16,8 @@ type Entry struct {
 	Timestamp time.Time `json:"timestamp"`
 	AgentID   string    `json:"agent_id"`
 	Pod       string    `json:"pod,omitempty"`
-	// Format is "openai" or "anthropic".
+	// Format is the API format's registry name: "openai", "anthropic" or
+	// "responses".
 	Format string `json:"format"`
 	// Model is the model as the runner named it ("<provider>/<model>").
 	Model      string `json:"model"`
