@@ -1,13 +1,17 @@
-// Command openai-runner is a tiny reference agent speaking the OpenAI chat
-// completions API through the official openai-go SDK. It knows nothing of the
-// pod: OPENAI_BASE_URL points it at cllama and OPENAI_API_KEY holds its
-// cllama token, as the SDK expects. It carries one runner-native tool
-// (save_note) and plays a short scripted conversation, printing a transcript.
+// Command openai-runner is a tiny reference agent speaking an OpenAI API
+// through the official openai-go SDK: chat completions, or with
+// OPENAI_API=responses the Responses API (the whole input each turn,
+// store:false), or with OPENAI_API=responses-chain the Responses API
+// continuing from previous_response_id. It knows nothing of the pod:
+// OPENAI_BASE_URL points it at cllama and OPENAI_API_KEY holds its cllama
+// token, as the SDK expects. It carries one runner-native tool (save_note)
+// and plays a short scripted conversation, printing a transcript.
 package main
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -24,6 +28,13 @@ var defaultTurns = []convo.Turn{
 func main() { convo.Main("openai-runner", defaultTurns, run) }
 
 func run(ctx context.Context, cfg convo.Config, t *convo.Transcript) error {
+	switch api := os.Getenv("OPENAI_API"); api {
+	case "", "chat":
+	case "responses", "responses-chain":
+		return runResponses(ctx, cfg, t, api == "responses-chain")
+	default:
+		return fmt.Errorf("OPENAI_API=%q: want chat, responses or responses-chain", api)
+	}
 	client := openai.NewClient() // reads OPENAI_BASE_URL and OPENAI_API_KEY
 	notes := &convo.Notes{}
 	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
