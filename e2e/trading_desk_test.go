@@ -66,7 +66,7 @@ func tradingDesk(t *testing.T) {
 	p := startPod(t, "trading-desk", probeServices)
 
 	summaries := map[string]runnerSummary{}
-	for _, agent := range []string{"analyst", "executor"} {
+	for _, agent := range []string{"analyst", "researcher", "executor"} {
 		code := p.waitExited(agent, 3*time.Minute)
 		log := p.logs(agent)
 		if code != 0 {
@@ -118,10 +118,10 @@ func tradingDesk(t *testing.T) {
 			}
 		}
 	})
-	t.Run("analyst could not trade", func(t *testing.T) {
+	t.Run("analyst and researcher could not trade", func(t *testing.T) {
 		for _, r := range desk.Received {
-			if r.ClawID == "analyst" && r.Method == "POST" {
-				t.Errorf("analyst reached %s %s", r.Method, r.Path)
+			if (r.ClawID == "analyst" || r.ClawID == "researcher") && r.Method == "POST" {
+				t.Errorf("%s reached %s %s", r.ClawID, r.Method, r.Path)
 			}
 		}
 	})
@@ -144,6 +144,8 @@ func tradingDesk(t *testing.T) {
 			if rec.Conversation == nil {
 				t.Fatalf("request %d was not understood: %s", rec.Seq, rec.Error)
 			}
+			// The analyst and the researcher share the analyst's model and
+			// grant; only the API differs.
 			agent := "executor"
 			if strings.Contains(rec.Model, "analyst") {
 				agent = "analyst"
@@ -196,6 +198,21 @@ func tradingDesk(t *testing.T) {
 		if !find("analyst", "trading-api.execute_trade", "unknown_tool") {
 			t.Error("the analyst's attempted trade was not refused as unknown_tool")
 		}
+		for _, call := range [][2]string{{"trading-api.get_market_context", "ok"}, {"market-data.lookup_symbol", "ok"}, {"trading-api.execute_trade", "unknown_tool"}} {
+			if !find("researcher", call[0], call[1]) {
+				t.Errorf("no %s tool_call event for the researcher's %s over the Responses API", call[1], call[0])
+			}
+		}
+		for _, e := range events {
+			if e.ClawID == "researcher" && e.Format != "" && e.Format != "responses" {
+				t.Errorf("researcher event in format %q, want responses: %+v", e.Format, e)
+			}
+		}
+		if !slices.ContainsFunc(events, func(e audit.Event) bool {
+			return e.ClawID == "researcher" && e.Type == audit.TypeResponse && e.Format == "responses" && e.Stream && e.TokensIn != nil && *e.TokensIn > 0
+		}) {
+			t.Error("no streamed Responses response event with tokens for the researcher")
+		}
 		for _, e := range events {
 			if e.Type == audit.TypeRequest && (e.ManifestPresent == nil || !*e.ManifestPresent || e.ToolsCount == nil) {
 				t.Errorf("request event without manifest_present/tools_count: %+v", e)
@@ -205,7 +222,7 @@ func tradingDesk(t *testing.T) {
 
 	t.Run("history records the tool trace", func(t *testing.T) {
 		calls := map[string][]history.ToolCall{}
-		for _, agent := range []string{"analyst", "executor"} {
+		for _, agent := range []string{"analyst", "researcher", "executor"} {
 			entries, _, err := history.ReadFile(filepath.Join(p.dir, ".claw-runtime", "history", agent, "history.jsonl"))
 			if err != nil {
 				t.Fatalf("%s history: %v", agent, err)
@@ -223,12 +240,14 @@ func tradingDesk(t *testing.T) {
 		if !traded {
 			t.Errorf("executor history has no successful execute_trade: %+v", calls["executor"])
 		}
-		var refused bool
-		for _, c := range calls["analyst"] {
-			refused = refused || (c.Name == "trading-api.execute_trade" && strings.Contains(string(c.Result), "unknown_tool"))
-		}
-		if !refused {
-			t.Errorf("analyst history does not record the refused trade: %+v", calls["analyst"])
+		for _, agent := range []string{"analyst", "researcher"} {
+			var refused bool
+			for _, c := range calls[agent] {
+				refused = refused || (c.Name == "trading-api.execute_trade" && strings.Contains(string(c.Result), "unknown_tool"))
+			}
+			if !refused {
+				t.Errorf("%s history does not record the refused trade: %+v", agent, calls[agent])
+			}
 		}
 	})
 
@@ -239,7 +258,7 @@ func tradingDesk(t *testing.T) {
 		}
 		// The provider key is interpolated from .env into cllama's settings
 		// only; it must not be in any agent container's environment.
-		for _, agent := range []string{"analyst", "executor"} {
+		for _, agent := range []string{"analyst", "researcher", "executor"} {
 			env := run(t, "", time.Minute, "docker", "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", p.container(agent))
 			if strings.Contains(env, "sim-key-not-secret") || strings.Contains(env, "demo-trading-token") {
 				t.Errorf("%s's environment holds a credential:\n%s", agent, env)
