@@ -53,9 +53,30 @@ type Store struct {
 	// stat calls, and answers as fast as a known agent. It is bounded by
 	// maxMissing and simply emptied when full.
 	missing map[string]int64
+
+	// listing is the set of agent directories under root, re-read at most
+	// once per interval: an id that was never seen and is not listed is
+	// refused without touching the disk, so a request naming an unknown
+	// agent costs the same as one with a wrong secret (a map lookup), and
+	// its timing does not tell which ids exist.
+	listMu  sync.Mutex
+	listing listing
 }
 
-const maxMissing = 4096
+// listing is one reading of root's directory names.
+type listing struct {
+	ids map[string]struct{}
+	at  int64 // unix nanos; 0: never read
+	// partial is set when root held more entries than maxListed; ids
+	// not in ids are then looked up on disk as before.
+	partial bool
+}
+
+const (
+	maxMissing = 4096
+	// maxListed bounds the directory names a listing keeps.
+	maxListed = 100_000
+)
 
 // StoreOptions configures a Store. The zero value means defaults.
 type StoreOptions struct {
@@ -117,12 +138,56 @@ func (s *Store) Get(id string) (*Agent, error) {
 		if miss && now.UnixNano() < until {
 			return nil, ErrUnknownAgent
 		}
+		if !s.listed(id, now) {
+			return nil, ErrUnknownAgent
+		}
 		return s.first(id, now)
 	}
 	st := e.state.Get(now, s.interval,
 		func() (string, error) { return s.fingerprint(id) },
 		func() (*loaded, string) { return s.reload(id, e) })
 	return st.agent, st.err
+}
+
+// listed reports whether root has a directory named id, as of a listing
+// at most one interval old (re-read here when older, whatever the id, so
+// the cost of a refresh says nothing about the id asked for).
+func (s *Store) listed(id string, now time.Time) bool {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	if s.listing.at == 0 || s.interval < 0 || now.UnixNano()-s.listing.at >= int64(s.interval) {
+		s.listing = readListing(s.root, now)
+	}
+	if _, ok := s.listing.ids[id]; ok {
+		return true
+	}
+	return s.listing.partial
+}
+
+// readListing lists the directories under root; an unreadable root lists
+// none (every agent is then unknown, as its files cannot be read).
+func readListing(root string, now time.Time) listing {
+	l := listing{ids: map[string]struct{}{}, at: now.UnixNano()}
+	f, err := os.Open(root)
+	if err != nil {
+		return l
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			if len(l.ids) == maxListed {
+				l.partial = true
+				return l
+			}
+			if e.IsDir() || e.Type()&fs.ModeSymlink != 0 {
+				l.ids[e.Name()] = struct{}{}
+			}
+		}
+		if err != nil {
+			return l
+		}
+	}
 }
 
 // first loads an agent not in the cache. Ids without a metadata.json are

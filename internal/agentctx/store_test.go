@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -182,4 +183,55 @@ func TestStoreRemembersMissingUntilNextCheck(t *testing.T) {
 	if len(s.missing) > maxMissing {
 		t.Fatalf("negative cache grew to %d", len(s.missing))
 	}
+}
+
+// An id never asked for before is answered from the directory listing,
+// not by looking for its files: a request naming an unknown agent costs a
+// map lookup, like a wrong secret, and its timing does not reveal which
+// ids exist. An agent created after the listing is found at the next check.
+func TestNeverSeenIDsAreAnsweredFromTheListing(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "alice", "metadata.json"), `{"token":"alice:s"}`)
+	now := time.Unix(1000, 0)
+	s := NewStore(root, StoreOptions{Now: func() time.Time { return now }})
+	if a, err := s.Get("alice"); err != nil || a.ID != "alice" {
+		t.Fatalf("alice: %v", err)
+	}
+	write(t, filepath.Join(root, "bob", "metadata.json"), `{"token":"bob:s"}`)
+	if _, err := s.Get("bob"); !errors.Is(err, ErrUnknownAgent) {
+		t.Fatalf("an id never seen was looked up on disk before the next check: %v", err)
+	}
+	now = now.Add(DefaultCheckInterval)
+	if a, err := s.Get("bob"); err != nil || a.ID != "bob" {
+		t.Fatalf("bob, created after the listing, not found at the next check: %v", err)
+	}
+}
+
+// BenchmarkGet compares a cached agent with ids never seen before; the
+// proxy answers the second like a wrong secret, so they should cost alike.
+func BenchmarkGet(b *testing.B) {
+	root := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "alice"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "alice", "metadata.json"), []byte(`{"token":"alice:s"}`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s := NewStore(root, StoreOptions{})
+	b.Run("known", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Get("alice"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("never-seen", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			if _, err := s.Get("ghost" + strconv.Itoa(i)); !errors.Is(err, ErrUnknownAgent) {
+				b.Fatal(err)
+			}
+		}
+	})
 }
