@@ -78,6 +78,14 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	info.Provider, info.Upstream = route.Name, upstreamModel
+	endpoint := f.Endpoint().Route
+	if count {
+		endpoint = f.(wire.TokenCounter).CountTokens().Route
+	}
+	if err := route.checkSpeaks(fi, endpoint); err != nil {
+		reject(agent, err)
+		return
+	}
 	if err := allowModel(agent, route.Name+"/"+upstreamModel, info.Model); err != nil {
 		reject(agent, err)
 		return
