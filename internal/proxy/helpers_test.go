@@ -244,6 +244,11 @@ func newPodWith(t *testing.T, providers string, opts ...podOption) *pod {
 	p.front = httptest.NewServer(srv)
 	t.Cleanup(p.front.Close)
 	t.Cleanup(func() { _ = srv.History().Close() })
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return p
 }
 
@@ -306,6 +311,7 @@ func requestBody(f exchange.Format, prov string, stream bool) string {
 const (
 	formatOpenAI    exchange.Format = openai.Name
 	formatAnthropic exchange.Format = anthropic.Name
+	formatResponses exchange.Format = responses.Name
 )
 
 var testFormats = []exchange.Format{formatOpenAI, formatAnthropic}
