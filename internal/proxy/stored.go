@@ -173,18 +173,19 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 		reject(nil, asStatus(err))
 		return
 	}
-	var body []byte
-	if r.Method == http.MethodPost {
-		if body, err = s.readBody(w, r); err != nil {
-			reject(agent, asStatus(err))
-			return
-		}
-		if len(bytes.TrimSpace(body)) == 0 {
-			body = nil
-		} else if !jsontop.Valid(body) {
-			reject(agent, asStatus(badRequest("request body is not valid JSON")))
-			return
-		}
+	// These routes take no body, but a body sent is relayed as it came
+	// (the Go SDK streams a stored response with a GET whose JSON body
+	// holds "stream": true), once checked to be JSON.
+	body, err := s.readBody(w, r)
+	if err != nil {
+		reject(agent, asStatus(err))
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = nil
+	} else if !jsontop.Valid(body) {
+		reject(agent, asStatus(badRequest("request body is not valid JSON")))
+		return
 	}
 	owner, ok := s.owners.Owner(id)
 	if !ok || owner.Agent != agent.ID {

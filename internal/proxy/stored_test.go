@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,6 +70,7 @@ func (sp *storingProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, sub, _ := strings.Cut(rest, "/")
+	body, _ := io.ReadAll(r.Body)
 	sp.mu.Lock()
 	known := sp.stored[id]
 	if known && r.Method == http.MethodDelete {
@@ -82,6 +84,11 @@ func (sp *storingProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && sub == "" && (r.URL.Query().Get("stream") == "true" || bytes.Contains(body, []byte(`"stream":true`))):
+		// A background response's events, replayed.
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":%s}\n\n", responseJSON(id, "in_progress"))
+		fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":1,\"response\":%s}\n\n", responseJSON(id, "completed"))
 	case r.Method == http.MethodGet && sub == "":
 		_, _ = io.WriteString(w, responseJSON(id, "completed"))
 	case r.Method == http.MethodDelete && sub == "":
@@ -223,6 +230,14 @@ func TestStoredResponsesBelongToTheirAgent(t *testing.T) {
 	if err != nil || next.ID != "resp_3" {
 		t.Fatalf("alice continues: %v %+v", err, next)
 	}
+	replay := alice.Responses.GetStreaming(ctx, "resp_2", responses.ResponseGetParams{})
+	var events []string
+	for replay.Next() {
+		events = append(events, replay.Current().Type)
+	}
+	if err := replay.Err(); err != nil || strings.Join(events, " ") != "response.created response.completed" {
+		t.Fatalf("alice replays a stream: %v %q", err, events)
+	}
 	cancelled, err := alice.Responses.Cancel(ctx, "resp_2")
 	if err != nil || cancelled.Status != "cancelled" {
 		t.Fatalf("alice cancel: %v %+v", err, cancelled)
@@ -235,6 +250,7 @@ func TestStoredResponsesBelongToTheirAgent(t *testing.T) {
 		{"GET", "/v1/responses/resp_1", "include%5B%5D=message.output_text.logprobs"},
 		{"GET", "/v1/responses/resp_1/input_items", "after=msg_0&limit=2&order=asc"},
 		{"POST", "/v1/responses", ""},
+		{"GET", "/v1/responses/resp_2", ""},
 		{"POST", "/v1/responses/resp_2/cancel", ""},
 		{"DELETE", "/v1/responses/resp_1", ""},
 	}
@@ -249,6 +265,12 @@ func TestStoredResponsesBelongToTheirAgent(t *testing.T) {
 			t.Errorf("upstream request %d: Authorization %q", i, up[i].Header.Get("Authorization"))
 		}
 		assertNoAgentCredential(t, up[i])
+	}
+	if string(up[3].Body) != `{"stream":true}` || up[3].Header.Get("Content-Type") != "application/json" {
+		t.Errorf("the replay's body %q (%s) was not relayed", up[3].Body, up[3].Header.Get("Content-Type"))
+	}
+	if len(up[0].Body) != 0 || up[0].Header.Get("Content-Type") != "" {
+		t.Errorf("a GET without a body went upstream with %q (%s)", up[0].Body, up[0].Header.Get("Content-Type"))
 	}
 
 	// Deleted: forgotten, so cllama answers without asking the provider.
