@@ -64,7 +64,7 @@ func storedFormats(fs []wire.Format) ([]*storedFormat, []objectRoute, error) {
 		if !ok {
 			continue
 		}
-		byIndex[i] = &storedFormat{Stored: st}
+		byIndex[i] = &storedFormat{Stored: st, noun: "object"}
 		for _, or := range st.ObjectRoutes() {
 			prefix, suffix, _ := strings.Cut(or.Route, idSegment)
 			up, upRest, _ := strings.Cut(or.Upstream, idSegment)
