@@ -68,6 +68,7 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	hs := &http.Server{
 		Handler: srv,
 		// No ReadTimeout or WriteTimeout: streams run for minutes. The

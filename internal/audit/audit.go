@@ -30,8 +30,12 @@ type Event struct {
 	Type      string    `json:"type"`
 	RequestID string    `json:"request_id,omitempty"`
 	// Format is the request's format, as registered (internal/wire/formats).
-	Format     string `json:"format,omitempty"`
-	Model      string `json:"model,omitempty"`
+	Format string `json:"format,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// Route is the method and path of a request on a stored object
+	// ("GET /v1/responses/resp_1"), which is no generation: it has no
+	// model.
+	Route      string `json:"route,omitempty"`
 	Stream     bool   `json:"stream,omitempty"`
 	StatusCode int    `json:"status_code,omitempty"`
 	LatencyMS  *int64 `json:"latency_ms,omitempty"`

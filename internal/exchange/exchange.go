@@ -40,6 +40,17 @@ type Exchange struct {
 	// Send performs one upstream call with the provider's credentials and
 	// the forwarded headers applied. The caller closes the response body.
 	Send func(ctx context.Context, body []byte) (*http.Response, error)
+	// Created, set by the edge for formats whose provider stores what it
+	// generates (wire.Stored: the Responses API), records that this
+	// exchange's agent, at this provider, owns the stored object id: cllama
+	// then relays reads of it and continuations from it for that agent
+	// only. It is nil for other formats. The passthrough path calls it
+	// itself; a Mediator calls it with the id of the response it answers
+	// the runner with (not those of hidden rounds), before the runner can
+	// see that id: before the last byte of a non-streaming body, before
+	// the event of a stream that announces it. It is safe for concurrent
+	// use and cheap (a map insert and the write of one short line).
+	Created func(id string)
 }
 
 // Decorator rewrites an exchange's Body before it is sent (feeds). It must

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -110,6 +111,31 @@ func TestProvidersV1AndV2(t *testing.T) {
 	}
 	if _, err := ParseProviders([]byte(`{"version":2,"providers":{"x":{"keys":[{"id":"a","secret":"s"}],"active_key_id":"zz"}}}`)); err == nil {
 		t.Fatal("unknown active key accepted")
+	}
+}
+
+func TestProvidersFormats(t *testing.T) {
+	ps, err := ParseProviders([]byte(`{"providers":{"gw":{"base_url":"http://gw/v1","formats":["responses","openai"]},"plain":{"base_url":"http://p/v1"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ps.Providers["gw"].Formats; !slices.Equal(got, []string{"responses", "openai"}) {
+		t.Errorf("gw formats = %q", got)
+	}
+	if got := ps.Providers["plain"].Formats; got != nil {
+		t.Errorf("plain formats = %q, want nil (not declared)", got)
+	}
+	for in, want := range map[string]string{
+		`["openai","respones"]`: `providers.json: providers.gw.formats[1]: "respones" is not an API format cllama speaks; valid: openai, anthropic, responses`,
+		`["OpenAI"]`:            `providers.gw.formats[0]: "OpenAI" is not an API format`,
+		`["openai","openai"]`:   `providers.gw.formats[1]: "openai" is listed twice`,
+		`[]`:                    `providers.gw.formats: empty; list the API formats the provider speaks (openai, anthropic, responses), or leave the key out`,
+		`"openai"`:              `providers.json: json: cannot unmarshal string`,
+	} {
+		_, err := ParseProviders([]byte(`{"providers":{"gw":{"base_url":"http://gw/v1","formats":` + in + `}}}`))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("formats %s: err %v, want %q", in, err, want)
+		}
 	}
 }
 

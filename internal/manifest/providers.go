@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -30,7 +31,17 @@ type Provider struct {
 	Auth        string        `json:"auth,omitempty"`
 	Keys        []ProviderKey `json:"keys,omitempty"`
 	ActiveKeyID string        `json:"active_key_id,omitempty"`
+	// Formats are the API formats the provider speaks (ProviderFormats),
+	// in the order they are named to runners. Nil leaves it to cllama's
+	// built-in table, which knows the well-known providers; a provider it
+	// does not know is then sent every format.
+	Formats []string `json:"formats,omitempty"`
 }
+
+// ProviderFormats are the API formats a provider may declare in "formats":
+// the names cllama registers its formats under (internal/wire/formats,
+// which checks that the two lists agree).
+var ProviderFormats = []string{"openai", "anthropic", "responses"}
 
 // ProviderKey is one key of a v2 pool.
 type ProviderKey struct {
@@ -86,6 +97,9 @@ func ParseProviders(data []byte) (*Providers, error) {
 				return nil, fmt.Errorf("providers.json: providers.%s.keys[%d].id: required", name, i)
 			}
 		}
+		if err := checkFormats(name, p.Formats); err != nil {
+			return nil, err
+		}
 		if p.ActiveKeyID != "" {
 			found := false
 			for _, k := range p.Keys {
@@ -97,6 +111,24 @@ func ParseProviders(data []byte) (*Providers, error) {
 		}
 	}
 	return &ps, nil
+}
+
+// checkFormats validates a provider's "formats": present means at least
+// one, each a known format, none twice.
+func checkFormats(provider string, formats []string) error {
+	valid := strings.Join(ProviderFormats, ", ")
+	if formats != nil && len(formats) == 0 {
+		return fmt.Errorf("providers.json: providers.%s.formats: empty; list the API formats the provider speaks (%s), or leave the key out", provider, valid)
+	}
+	for i, f := range formats {
+		if !slices.Contains(ProviderFormats, f) {
+			return fmt.Errorf("providers.json: providers.%s.formats[%d]: %q is not an API format cllama speaks; valid: %s", provider, i, f, valid)
+		}
+		if slices.Contains(formats[:i], f) {
+			return fmt.Errorf("providers.json: providers.%s.formats[%d]: %q is listed twice", provider, i, f)
+		}
+	}
+	return nil
 }
 
 // Names returns the provider names, sorted.

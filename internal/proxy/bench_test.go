@@ -118,6 +118,7 @@ func newBenchRig(b *testing.B, history bool) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = srv.Close() })
 	front := httptest.NewServer(srv)
 	b.Cleanup(front.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}

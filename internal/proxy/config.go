@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/owners"
 )
 
 // Defaults of the container contract (ARCHITECTURE.md "Compatibility
@@ -27,6 +28,9 @@ const (
 	// DefaultHistoryFsync syncs history files in the background once a
 	// second: an fsync per exchange would add about a millisecond to each.
 	DefaultHistoryFsync = "1s"
+	// DefaultStoredIDsMax bounds the stored responses whose owners cllama
+	// remembers.
+	DefaultStoredIDsMax = owners.DefaultMax
 )
 
 // Config is everything cllama reads from its flags and environment, read
@@ -50,6 +54,11 @@ type Config struct {
 	// zero means mediate's defaults.
 	ContinuityMaxBytes      int64
 	ContinuityMaxEntryBytes int64
+	// StoredIDsMax bounds how many stored responses (Responses API) cllama
+	// remembers the owner of, the oldest forgotten first
+	// (CLLAMA_STORED_IDS_MAX / -stored-ids-max). They are kept in
+	// ContinuityDir when there is one.
+	StoredIDsMax int
 
 	// MaxBodyBytes bounds a runner's request body; larger is a 413
 	// (CLLAMA_MAX_BODY_BYTES / -max-body-bytes).
@@ -106,6 +115,7 @@ func DefaultConfig() Config {
 		BodyReadTimeout:   DefaultBodyReadTimeout,
 		ShutdownTimeout:   DefaultShutdownTimeout,
 		HistoryFsync:      DefaultHistoryFsync,
+		StoredIDsMax:      DefaultStoredIDsMax,
 		ProviderEnv:       map[string]ProviderEnv{},
 	}
 }
@@ -128,6 +138,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if c.StoredIDsMax <= 0 {
+		c.StoredIDsMax = d.StoredIDsMax
 	}
 	return c
 }
@@ -170,6 +183,16 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	size(&c.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
+	count := func(dst *int, key string) {
+		if v := env[key]; v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Errorf("%s: %q must be a positive number", key, v))
+			}
+			*dst = n
+		}
+	}
+	count(&c.StoredIDsMax, "CLLAMA_STORED_IDS_MAX")
 	dur := func(dst *time.Duration, key string) {
 		if v := env[key]; v != "" {
 			d, err := time.ParseDuration(v)
@@ -222,6 +245,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
 	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
 	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
+	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
 	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
@@ -244,13 +268,16 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("-max-body-bytes: must be > 0")
 	case c.ContinuityMaxBytes < 0, c.ContinuityMaxEntryBytes < 0:
 		return c, fmt.Errorf("-continuity-max-bytes, -continuity-max-entry-bytes: must be >= 0")
+	case c.StoredIDsMax <= 0:
+		return c, fmt.Errorf("-stored-ids-max: must be > 0")
 	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0:
 		return c, fmt.Errorf("timeouts must be > 0")
 	}
 	return c, nil
 }
 
-// ContinuityDir is where the mediation loop persists continuity: StateDir,
+// ContinuityDir is where cllama keeps state across restarts (the mediation
+// loop's continuity, the owners of stored responses): StateDir,
 // else <HistoryDir>/.continuity (a name no agent id can take, since ids
 // cannot start with a dot), else "" (memory only).
 func (c Config) ContinuityDir() string {

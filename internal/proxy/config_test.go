@@ -18,7 +18,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ListenAddr != ":8080" || c.ContextRoot != "/claw/context" || c.AuthDir != "/claw/auth" || c.HistoryDir != "" ||
-		c.MaxBodyBytes != 32<<20 || c.FirstByteTimeout != DefaultFirstByteTimeout || c.HistoryFsync != "1s" {
+		c.MaxBodyBytes != 32<<20 || c.FirstByteTimeout != DefaultFirstByteTimeout || c.HistoryFsync != "1s" || c.StoredIDsMax != 100_000 {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -44,6 +44,17 @@ func TestLoadConfigEnvAndFlags(t *testing.T) {
 	}
 }
 
+func TestLoadConfigStoredIDsMax(t *testing.T) {
+	c, err := LoadConfig(nil, []string{"CLLAMA_STORED_IDS_MAX=500"}, io.Discard)
+	if err != nil || c.StoredIDsMax != 500 {
+		t.Fatalf("env: %v %d", err, c.StoredIDsMax)
+	}
+	c, err = LoadConfig([]string{"-stored-ids-max", "700"}, []string{"CLLAMA_STORED_IDS_MAX=500"}, io.Discard)
+	if err != nil || c.StoredIDsMax != 700 {
+		t.Fatalf("flag: %v %d", err, c.StoredIDsMax)
+	}
+}
+
 func TestLoadConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -58,6 +69,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{[]string{"-max-body-bytes", "0"}, nil, "must be > 0"},
 		{nil, []string{"CLLAMA_HISTORY_FSYNC=sometimes"}, "CLLAMA_HISTORY_FSYNC"},
 		{[]string{"-history-fsync", "0s"}, nil, "-history-fsync"},
+		{nil, []string{"CLLAMA_STORED_IDS_MAX=1e5"}, "CLLAMA_STORED_IDS_MAX"},
+		{nil, []string{"CLLAMA_STORED_IDS_MAX=0"}, "CLLAMA_STORED_IDS_MAX"},
+		{[]string{"-stored-ids-max", "-1"}, nil, "-stored-ids-max"},
 	} {
 		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)

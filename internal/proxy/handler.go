@@ -78,9 +78,24 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	info.Provider, info.Upstream = route.Name, upstreamModel
+	endpoint := f.Endpoint().Route
+	if count {
+		endpoint = f.(wire.TokenCounter).CountTokens().Route
+	}
+	if err := route.checkSpeaks(fi, endpoint); err != nil {
+		reject(agent, err)
+		return
+	}
 	if err := allowModel(agent, route.Name+"/"+upstreamModel, info.Model); err != nil {
 		reject(agent, err)
 		return
+	}
+	stored := s.stored[fi]
+	if stored != nil {
+		if err := s.checkContinues(stored, body, agent, route); err != nil {
+			reject(agent, err)
+			return
+		}
 	}
 
 	url := route.urls[fi]
@@ -103,6 +118,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		Body:          rewriteModel(body, info),
 	}
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return s.send(ctx, call, b) }
+	if stored != nil {
+		x.Created = func(id string) { s.recordCreated(x, id) }
+	}
 
 	mediated := agent.ToolsErr == nil && agent.Managed() && s.mediator != nil
 	s.auditExchange(x, audit.TypeRequest, func(e *audit.Event) { e.Mediated = mediated })

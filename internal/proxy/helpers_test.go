@@ -19,6 +19,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
 	"github.com/clawdapus/clawgo/internal/wire/openai"
+	"github.com/clawdapus/clawgo/internal/wire/responses"
 )
 
 const (
@@ -211,16 +212,25 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
+// podProviders is the pod's providers.json; {UP} stands for the fake
+// upstream's URL.
+const podProviders = `{"providers":{"fake":{"base_url":"{UP}/v1","api_key":"` + providerKey + `","auth":"bearer"},
+	"fakeant":{"base_url":"{UP}/v1","api_key":"` + providerKey + `","auth":"x-api-key"}}}`
+
 func newPod(t *testing.T, opts ...podOption) *pod {
+	t.Helper()
+	return newPodWith(t, podProviders, opts...)
+}
+
+// newPodWith is newPod with another providers.json ({UP} is replaced).
+func newPodWith(t *testing.T, providers string, opts ...podOption) *pod {
 	t.Helper()
 	p := &pod{up: newUpstream(t), audit: &syncBuffer{}}
 	dir := t.TempDir()
 	p.root = filepath.Join(dir, "context")
 	p.historyDir = filepath.Join(dir, "history")
 	writeFile(t, filepath.Join(p.root, "alice", "metadata.json"), `{"token":"`+aliceToken+`","pod":"test-pod"}`)
-	writeFile(t, filepath.Join(dir, "auth", "providers.json"),
-		`{"providers":{"fake":{"base_url":"`+p.up.URL+`/v1","api_key":"`+providerKey+`","auth":"bearer"},
-		"fakeant":{"base_url":"`+p.up.URL+`/v1","api_key":"`+providerKey+`","auth":"x-api-key"}}}`)
+	writeFile(t, filepath.Join(dir, "auth", "providers.json"), strings.ReplaceAll(providers, "{UP}", p.up.URL))
 	cfg := Config{ContextRoot: p.root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: p.historyDir, Pod: "test-pod"}
 	o := Options{Audit: audit.New(p.audit), AgentCheckInterval: -1}
 	for _, f := range opts {
@@ -234,6 +244,11 @@ func newPod(t *testing.T, opts ...podOption) *pod {
 	p.front = httptest.NewServer(srv)
 	t.Cleanup(p.front.Close)
 	t.Cleanup(func() { _ = srv.History().Close() })
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return p
 }
 
@@ -296,14 +311,16 @@ func requestBody(f exchange.Format, prov string, stream bool) string {
 const (
 	formatOpenAI    exchange.Format = openai.Name
 	formatAnthropic exchange.Format = anthropic.Name
+	formatResponses exchange.Format = responses.Name
 )
 
 var testFormats = []exchange.Format{formatOpenAI, formatAnthropic}
 
-// The routes of the two formats, as runners call them.
+// The routes of the formats, as runners call them.
 var (
-	pathChat     = openai.New().Endpoint().Route
-	pathMessages = anthropic.New().Endpoint().Route
+	pathChat      = openai.New().Endpoint().Route
+	pathMessages  = anthropic.New().Endpoint().Route
+	pathResponses = responses.New().Endpoint().Route
 )
 
 // wireFormat is the registered format named f.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,31 +14,48 @@ import (
 	"github.com/clawdapus/clawgo/internal/filewatch"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/anthropic"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
+	"github.com/clawdapus/clawgo/internal/wire/openai"
+	"github.com/clawdapus/clawgo/internal/wire/responses"
 )
 
 // builtinProvider is a well-known provider's default base URL and auth
-// style, used when neither providers.json nor <NAME>_BASE_URL names one.
+// style, used when neither providers.json nor <NAME>_BASE_URL names one,
+// and the API formats it speaks, unless providers.json declares them.
 type builtinProvider struct {
 	baseURL string
 	auth    string
 	// aggregator: the provider's own model ids hold "/" (an "org/model"
 	// catalogue), so an unknown "<prefix>/" is part of its model name.
 	aggregator bool
+	// formats are the API formats the provider is known to speak, most
+	// native first.
+	formats []string
 }
 
+// The format names of the built-in table.
+const (
+	fOpenAI    = openai.Name
+	fAnthropic = anthropic.Name
+	fResponses = responses.Name
+)
+
 var builtinProviders = map[string]builtinProvider{
-	"openai":     {"https://api.openai.com/v1", manifest.ProviderAuthBearer, false},
-	"anthropic":  {"https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey, false},
-	"openrouter": {"https://openrouter.ai/api/v1", manifest.ProviderAuthBearer, true},
-	"gemini":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false},
-	"google":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false},
-	"groq":       {"https://api.groq.com/openai/v1", manifest.ProviderAuthBearer, false},
-	"mistral":    {"https://api.mistral.ai/v1", manifest.ProviderAuthBearer, false},
-	"xai":        {"https://api.x.ai/v1", manifest.ProviderAuthBearer, false},
-	"deepseek":   {"https://api.deepseek.com/v1", manifest.ProviderAuthBearer, false},
-	"together":   {"https://api.together.xyz/v1", manifest.ProviderAuthBearer, true},
-	"fireworks":  {"https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer, false},
-	"cerebras":   {"https://api.cerebras.ai/v1", manifest.ProviderAuthBearer, false},
+	"openai": {"https://api.openai.com/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses}},
+	// Anthropic also answers chat completions (its OpenAI SDK
+	// compatibility layer).
+	"anthropic":  {"https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey, false, []string{fAnthropic, fOpenAI}},
+	"openrouter": {"https://openrouter.ai/api/v1", manifest.ProviderAuthBearer, true, []string{fOpenAI, fResponses, fAnthropic}},
+	"gemini":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
+	"google":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
+	"groq":       {"https://api.groq.com/openai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses}},
+	"mistral":    {"https://api.mistral.ai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
+	"xai":        {"https://api.x.ai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses, fAnthropic}},
+	"deepseek":   {"https://api.deepseek.com/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
+	"together":   {"https://api.together.xyz/v1", manifest.ProviderAuthBearer, true, []string{fOpenAI}},
+	"fireworks":  {"https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses}},
+	"cerebras":   {"https://api.cerebras.ai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
 }
 
 // Route is one resolved provider: where to send and how to authenticate.
@@ -50,11 +68,19 @@ type Route struct {
 	// table): as the default provider, they take model names whose prefix
 	// is no configured provider, whole.
 	Aggregator bool
+	// Formats are the API formats the provider speaks: providers.json
+	// "formats", else the built-in table's. Nil means unknown: requests
+	// of every format are sent.
+	Formats []string
 
 	// Built once per registry, not per request.
 	urls      []string // upstream URL per format, indexed as Server.formats
 	countURLs []string // token-counting URL per format ("" when it has none)
 	authValue []string // the Authorization or X-Api-Key header value
+	// speaks tells, per format, whether the provider speaks it (all true
+	// when Formats is nil); spoken lists its endpoints for messages.
+	speaks []bool
+	spoken string
 }
 
 // URL returns the upstream URL for an endpoint path below /v1
@@ -66,7 +92,21 @@ func (r *Route) URL(endpoint string) string { return r.BaseURL + endpoint }
 func (r *Route) finish(formats []wire.Format) {
 	r.urls = make([]string, len(formats))
 	r.countURLs = make([]string, len(formats))
+	r.speaks = make([]bool, len(formats))
+	var spoken []string
+	for _, name := range r.Formats {
+		for i, f := range formats {
+			if f.Name() == name {
+				r.speaks[i] = true
+				spoken = append(spoken, "POST "+f.Endpoint().Route)
+			}
+		}
+	}
+	r.spoken = strings.Join(spoken, ", ")
 	for i, f := range formats {
+		if r.Formats == nil {
+			r.speaks[i] = true
+		}
 		r.urls[i] = r.URL(f.Endpoint().Upstream)
 		if tc, ok := f.(wire.TokenCounter); ok {
 			r.countURLs[i] = r.URL(tc.CountTokens().Upstream)
@@ -78,6 +118,19 @@ func (r *Route) finish(formats []wire.Format) {
 	case manifest.ProviderAuthXAPIKey:
 		r.authValue = []string{r.Secret}
 	}
+}
+
+// checkSpeaks refuses a request of format fi, on endpoint (its route),
+// when the provider is known not to speak that format.
+func (r *Route) checkSpeaks(fi int, endpoint string) error {
+	if r.speaks[fi] {
+		return nil
+	}
+	msg := fmt.Sprintf("provider %s does not speak POST %s", r.Name, endpoint)
+	if r.spoken != "" {
+		msg += "; it speaks " + r.spoken
+	}
+	return errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, msg)
 }
 
 // registry is an immutable set of routes.
@@ -98,7 +151,7 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 		name = strings.ToLower(name)
 		e := env[name]
 		b, known := builtinProviders[name]
-		rt := &Route{Name: name, Aggregator: b.aggregator}
+		rt := &Route{Name: name, Aggregator: b.aggregator, Formats: b.formats}
 		switch {
 		case e.BaseURL != "":
 			rt.BaseURL = e.BaseURL
@@ -116,6 +169,9 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 		if p != nil {
 			rt.Secret = p.Secret()
 			rt.Auth = p.Auth
+			if p.Formats != nil {
+				rt.Formats = p.Formats
+			}
 		}
 		if rt.Secret == "" {
 			rt.Secret = e.APIKey

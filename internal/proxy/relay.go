@@ -59,15 +59,26 @@ func isEventStream(ct string) bool {
 
 // upstreamFailed answers a call that produced no response.
 func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, err error) {
+	se := s.upstreamError(r, x, err)
+	if se == nil {
+		s.clientGone(x)
+		return
+	}
+	s.failExchange(w, f, x, se)
+}
+
+// upstreamError is the answer to a call that produced no response; nil
+// when the runner went away (nobody to answer).
+func (s *Server) upstreamError(r *http.Request, x *exchange.Exchange, err error) *statusError {
 	switch {
 	case r.Context().Err() != nil:
-		s.clientGone(x)
+		return nil
 	case errors.Is(err, ErrFirstByteTimeout):
-		s.failExchange(w, f, x, errStatus(http.StatusGatewayTimeout, apierror.TypeTimeout,
-			fmt.Sprintf("provider %s did not answer within %s (CLLAMA_FIRST_BYTE_TIMEOUT)", x.Provider, s.cfg.FirstByteTimeout)))
+		return errStatus(http.StatusGatewayTimeout, apierror.TypeTimeout,
+			fmt.Sprintf("provider %s did not answer within %s (CLLAMA_FIRST_BYTE_TIMEOUT)", x.Provider, s.cfg.FirstByteTimeout))
 	default:
-		s.failExchange(w, f, x, errStatus(http.StatusBadGateway, apierror.TypeUpstream,
-			fmt.Sprintf("provider %s could not be reached: %v", x.Provider, err)))
+		return errStatus(http.StatusBadGateway, apierror.TypeUpstream,
+			fmt.Sprintf("provider %s could not be reached: %v", x.Provider, err))
 	}
 }
 
@@ -99,18 +110,38 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format
 	bp := copyPool.Get().(*[]byte)
 	defer copyPool.Put(bp)
 	chunk := *bp
+	// A body that creates a stored object names it: the runner must not
+	// have the whole body, and so the id, before its owner is recorded.
+	// With hold set, the last chunk read is held back (in held) until
+	// the body has ended and the id is recorded.
+	stored, _ := f.(wire.Stored)
+	hold := stored != nil && x.Created != nil && resp.StatusCode/100 == 2
+	var held []byte
+	if hold {
+		hp := copyPool.Get().(*[]byte)
+		defer copyPool.Put(hp)
+		held = (*hp)[:0]
+	}
 	truncated := false
 	for {
 		n, rerr := resp.Body.Read(chunk)
 		if n > 0 {
-			if _, werr := w.Write(chunk[:n]); werr != nil {
+			out := chunk[:n]
+			if hold {
+				// Send what was held, and hold this chunk instead.
+				out = held
+			}
+			if _, werr := w.Write(out); werr != nil {
 				s.clientGone(x)
 				return
 			}
-			if capture.Len()+n <= maxCaptureBytes {
+			if hold {
+				held = append(held[:0], chunk[:n]...)
+			}
+			if !truncated && capture.Len()+n <= maxCaptureBytes {
 				capture.Write(chunk[:n])
 			} else {
-				truncated = true
+				truncated = true // capture stays a prefix of the body
 			}
 		}
 		if rerr == io.EOF {
@@ -127,6 +158,17 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format
 			// The status is sent; aborting is the only way to tell the
 			// runner the body is incomplete.
 			panic(http.ErrAbortHandler)
+		}
+	}
+	if hold {
+		// The top-level id comes first in a provider's body, so even a
+		// body too large to capture whole usually names it.
+		if id := stored.CreatedID(capture.Bytes()); id != "" {
+			x.Created(id)
+		}
+		if _, werr := w.Write(held); werr != nil {
+			s.clientGone(x)
+			return
 		}
 	}
 	var u wire.Usage
@@ -155,6 +197,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 	// st is what the format reads of the stream: usage, its end, the
 	// provider's own error event.
 	var st wire.StreamState
+	created := false
 	asm, asmNote := s.assembler(f)
 	var readErr error
 	// Events are written without a flush each; src flushes them all just
@@ -172,6 +215,12 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 			st = f.ObserveStream(st, ev.Name, ev.Data)
 			if asm != nil {
 				asm.Observe(ev.Name, ev.Data)
+			}
+			// The event announcing a stored object reaches the runner
+			// only once its owner is recorded.
+			if st.CreatedID != "" && !created && x.Created != nil {
+				created = true
+				x.Created(st.CreatedID)
 			}
 		}
 		if _, err := sw.Write(ev.Raw); err != nil {

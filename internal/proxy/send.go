@@ -24,12 +24,14 @@ var jsonContentType = []string{"application/json"}
 // upstreamCall is what one upstream call needs besides the body.
 type upstreamCall struct {
 	route    *Route
+	method   string // "" is POST
 	url      string
 	header   http.Header // the runner's headers; filtered here
 	rawQuery string
 }
 
-// send performs one upstream POST. Its context is the request's (a runner
+// send performs one upstream call, a POST of body unless c names another
+// method (body is then nil: no body and no Content-Type). Its context is the request's (a runner
 // that disconnects cancels the call) plus two bounds: response headers must
 // arrive within FirstByteTimeout, and then the body may not be silent for
 // longer than StreamIdleTimeout between reads. Closing the returned body
@@ -40,16 +42,26 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.
 	if c.rawQuery != "" {
 		u += "?" + c.rawQuery
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	method := c.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		cancel(nil)
 		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
 	}
 	copyRequestHeaders(req.Header, c.header)
-	// The body was checked to be JSON, whatever the runner labelled it
-	// (curl -d sends a form type, which providers reject).
-	// Shared, never-mutated header values: no allocation per request.
-	req.Header["Content-Type"] = jsonContentType
+	if body != nil {
+		// The body was checked to be JSON, whatever the runner labelled
+		// it (curl -d sends a form type, which providers reject).
+		// Shared, never-mutated header values: no allocation per request.
+		req.Header["Content-Type"] = jsonContentType
+	}
 	switch c.route.Auth {
 	case manifest.ProviderAuthBearer:
 		req.Header["Authorization"] = c.route.authValue

@@ -28,6 +28,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
@@ -82,6 +83,12 @@ type Server struct {
 	// fallback shapes the errors of requests on no format's route.
 	fallback wire.Format
 	noRoute  string // the list of served routes, for 404 messages
+	// stored is, per format, its wire.Stored ability (nil without);
+	// objectRoutes are the routes on stored objects; owners knows who
+	// owns each stored object.
+	stored       []*storedFormat
+	objectRoutes []objectRoute
+	owners       *owners.Store
 
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -110,6 +117,13 @@ func New(cfg Config, opts Options) (*Server, error) {
 			sep = ""
 		}
 		s.noRoute += sep + " POST " + f.Endpoint().Route
+	}
+	var err error
+	if s.stored, s.objectRoutes, err = storedFormats(s.formats); err != nil {
+		return nil, err
+	}
+	for _, o := range s.objectRoutes {
+		s.noRoute += ", " + o.Method + " " + o.Route
 	}
 	s.noRoute += ", GET " + pathModels + " and GET " + pathHealth
 	if s.now == nil {
@@ -144,8 +158,19 @@ func New(cfg Config, opts Options) (*Server, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s.idPrefix = "req_" + hex.EncodeToString(b[:]) + "_"
+	// Opened last: nothing above can fail once its log is open.
+	s.owners, err = owners.Open(owners.Options{Dir: cfg.ContinuityDir(), Max: cfg.StoredIDsMax,
+		OnError: func(err error) { s.audit.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()}) }})
+	if err != nil {
+		return nil, fmt.Errorf("%w (CLLAMA_STATE_DIR must be a writable directory)", err)
+	}
 	return s, nil
 }
+
+// Close flushes and closes what New opened for itself: the record of who
+// owns each stored response. A History writer given in Options is the
+// caller's to close; one New opened is closed with History().Close().
+func (s *Server) Close() error { return s.owners.Close() }
 
 // Config returns the configuration the server runs with (defaults filled).
 func (s *Server) Config() Config { return s.cfg }
@@ -173,7 +198,8 @@ func (s *Server) newRequestID() string {
 
 const pathHealth = "/health"
 
-// ServeHTTP routes each registered format's endpoint and GET /health.
+// ServeHTTP routes each registered format's endpoint, the routes on stored
+// objects, the model list and GET /health.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, f := range s.formats {
 		if r.URL.Path == f.Endpoint().Route {
@@ -184,6 +210,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.serveModel(w, r, i, true)
 			return
 		}
+	}
+	if s.serveObjectRoutes(w, r) {
+		return
 	}
 	if r.URL.Path == pathModels || strings.HasPrefix(r.URL.Path, pathModels+"/") {
 		s.serveModels(w, r)

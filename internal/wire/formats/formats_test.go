@@ -3,10 +3,12 @@ package formats
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 	"github.com/clawdapus/clawgo/internal/wire/openai"
@@ -104,4 +106,16 @@ func (r renamed) Endpoint() wire.Endpoint {
 		return r.Format.Endpoint()
 	}
 	return r.ep
+}
+
+// providers.json "formats" names registered formats: the list the manifest
+// validates against is the registry's.
+func TestProviderFormatsAreTheRegisteredOnes(t *testing.T) {
+	var names []string
+	for _, f := range All() {
+		names = append(names, f.Name())
+	}
+	if !slices.Equal(names, manifest.ProviderFormats) {
+		t.Fatalf("manifest.ProviderFormats = %q, registered formats %q: keep them alike", manifest.ProviderFormats, names)
+	}
 }
