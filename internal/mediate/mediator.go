@@ -200,6 +200,11 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	rs.startKeepalive()
 	out := t.run(r.Context())
 	rs.stopKeepalive()
+	if out.fail == nil && out.resp.ID != "" && x.Created != nil {
+		// The runner may read or continue from the response it is
+		// answered with: its owner is recorded before it sees the id.
+		x.Created(out.resp.ID)
+	}
 	rs.finish(out, t.usage, t.req.IncludeUsage)
 	m.record(t, out)
 }
