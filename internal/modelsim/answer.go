@@ -32,8 +32,11 @@ func (i *ids) next(prefix string) string {
 
 func (s *Server) makeAnswer(c *Conversation, r *Rule) answer {
 	msgPrefix, callPrefix := "chatcmpl-sim", "call_sim"
-	if c.Format == FormatAnthropic {
+	switch c.Format {
+	case FormatAnthropic:
 		msgPrefix, callPrefix = "msg_sim", "toolu_sim"
+	case FormatResponses:
+		msgPrefix = "resp_sim"
 	}
 	a := answer{ID: s.ids.next(msgPrefix), Model: c.Model, Text: r.Reply.Text}
 	out := len(a.Text)

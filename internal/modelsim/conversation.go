@@ -8,6 +8,7 @@ import (
 const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
+	FormatResponses = "responses"
 )
 
 // Conversation is what rules look at: a request reduced to the facts the
@@ -30,6 +31,17 @@ type Conversation struct {
 	// Tools are the names of the offered tools, in request order.
 	Tools    []string `json:"tools,omitempty"`
 	Messages int      `json:"messages"`
+	// Responses API only: the previous_response_id and store the request
+	// gave, and how many reasoning items its input carried (and how many
+	// of them with encrypted_content), so tests can see reasoning carried
+	// from round to round.
+	PreviousResponseID      string `json:"previous_response_id,omitempty"`
+	Store                   *bool  `json:"store,omitempty"`
+	ReasoningItems          int    `json:"reasoning_items,omitempty"`
+	EncryptedReasoningItems int    `json:"encrypted_reasoning_items,omitempty"`
+
+	// resp is what a Responses answer needs beyond the conversation.
+	resp *respTurn
 
 	// allText is every piece of text in the request, for context_contains
 	// and token estimates.

@@ -1,5 +1,6 @@
 // Package modelsim is a scripted model provider: it speaks the OpenAI chat
-// completions and Anthropic messages APIs (streaming and not) and answers
+// completions, OpenAI Responses and Anthropic messages APIs (streaming and
+// not; Responses with stored responses and previous_response_id) and answers
 // from a script of rules instead of a model. It serves offline demos, users'
 // own pod tests, and this project's end-to-end tests, which can also read
 // back every request it received (what tools were offered, whether feeds

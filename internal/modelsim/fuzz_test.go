@@ -79,3 +79,20 @@ func mustParseF(s string) *Script {
 	}
 	return sc
 }
+
+func FuzzDecodeResponses(f *testing.F) {
+	f.Add([]byte(`{"model":"m","input":"hi"}`))
+	f.Add([]byte(`{"model":"m","instructions":"be brief","input":[{"role":"developer","content":"feed"},{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"e"},{"type":"function_call","call_id":"c1","name":"t","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"r"}],"tools":[{"type":"function","name":"t","parameters":{}},{"type":"web_search"}],"stream":true,"store":false}`))
+	f.Add([]byte(`{"model":"m","previous_response_id":"resp_x","input":[{"type":"custom_tool_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s, err := NewServer(Options{Script: &Script{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.decodeResponses(body)
+		if err != nil {
+			return
+		}
+		checkConversation(t, c)
+	})
+}

@@ -255,6 +255,12 @@ func streamOpenAI(sw *sse.Writer, a answer, includeUsage bool, created time.Time
 
 // writeOpenAIError writes OpenAI's error shape.
 func writeOpenAIError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeOpenAIErrorParam(w, status, typ, code, "", msg)
+}
+
+// writeOpenAIErrorParam is writeOpenAIError naming the request member at
+// fault (param; null when empty).
+func writeOpenAIErrorParam(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	if typ == "" {
 		typ = "invalid_request_error"
 	}
@@ -262,9 +268,16 @@ func writeOpenAIError(w http.ResponseWriter, status int, typ, code, msg string) 
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
 		Param   *string `json:"param"`
-		Code    string  `json:"code,omitempty"`
+		Code    *string `json:"code"`
+	}
+	b := body{Message: msg, Type: typ}
+	if param != "" {
+		b.Param = &param
+	}
+	if code != "" {
+		b.Code = &code
 	}
 	writeJSON(w, status, struct {
 		Error body `json:"error"`
-	}{body{Message: msg, Type: typ, Code: code}})
+	}{b})
 }

@@ -37,9 +37,14 @@ type Server struct {
 	ids    ids
 	mux    *http.ServeMux
 
-	mu      sync.Mutex // guards records, seq and writes to RequestLog
+	mu      sync.Mutex // guards records, seq, stored and writes to RequestLog
 	records []Record
 	seq     int
+	// stored are the Responses API responses kept for
+	// previous_response_id and GET /v1/responses/{id}, oldest first in
+	// storedOrder, at most KeepRequests.
+	stored      map[string]*stored
+	storedOrder []string
 }
 
 // Record is one request the server received, as GET /requests and the
@@ -88,6 +93,12 @@ func NewServer(opts Options) (*Server, error) {
 	for _, p := range []string{"/v1/messages", "/messages"} {
 		mux.HandleFunc("POST "+p, func(w http.ResponseWriter, r *http.Request) { s.serveModel(w, r, FormatAnthropic) })
 	}
+	for _, p := range []string{"/v1/responses", "/responses"} {
+		mux.HandleFunc("POST "+p, func(w http.ResponseWriter, r *http.Request) { s.serveModel(w, r, FormatResponses) })
+		mux.HandleFunc("GET "+p+"/{id}", s.serveStored)
+		mux.HandleFunc("DELETE "+p+"/{id}", s.serveStored)
+		mux.HandleFunc("GET "+p+"/{id}/input_items", s.serveStored)
+	}
 	mux.HandleFunc("GET /health", s.serveHealth)
 	mux.HandleFunc("GET /requests", s.serveRequests)
 	mux.HandleFunc("DELETE /requests", s.clearRequests)
@@ -114,7 +125,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format strin
 		s.record(rec)
 		if format == FormatAnthropic {
 			writeAnthropicError(w, status, typ, msg)
-		} else {
+		} else { // chat completions and Responses share the error shape
 			writeOpenAIError(w, status, typ, code, msg)
 		}
 	}
@@ -133,10 +144,20 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format strin
 		rec.Body = body
 	}
 	decode := decodeOpenAI
-	if format == FormatAnthropic {
+	switch format {
+	case FormatAnthropic:
 		decode = decodeAnthropic
+	case FormatResponses:
+		decode = s.decodeResponses
 	}
 	conv, err := decode(body)
+	var refused *apiError
+	if errors.As(err, &refused) {
+		rec.Status, rec.Error = refused.status, refused.msg
+		s.record(rec)
+		writeOpenAIErrorParam(w, refused.status, refused.typ, refused.code, refused.param, refused.msg)
+		return
+	}
 	if err != nil {
 		fail(http.StatusBadRequest, "", "invalid_request", err.Error())
 		return
@@ -176,15 +197,20 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, format strin
 	switch {
 	case !conv.Stream && format == FormatOpenAI:
 		writeOpenAI(w, a, now)
+	case !conv.Stream && format == FormatResponses:
+		s.writeResponses(w, conv, a, now)
 	case !conv.Stream:
 		writeAnthropic(w, a)
 	default:
 		sse.PrepareHeader(w.Header())
 		w.WriteHeader(http.StatusOK)
 		sw := sse.NewWriter(w)
-		if format == FormatOpenAI {
+		switch format {
+		case FormatOpenAI:
 			err = streamOpenAI(sw, a, conv.IncludeUsage, now)
-		} else {
+		case FormatResponses:
+			err = s.streamResponses(sw, conv, a, now)
+		default:
 			err = streamAnthropic(sw, a)
 		}
 		if err != nil {
