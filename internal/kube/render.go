@@ -609,6 +609,9 @@ func (r *renderer) cllama() error {
 	} else {
 		r.add("PersistentVolumeClaim", CllamaHistory, r.claim(CllamaHistory, objLabels))
 	}
+	if cd.HealthcheckOff || cd.Healthcheck != nil {
+		r.warns = append(r.warns, fmt.Sprintf("%s: x-claw.cllama-defaults.healthcheck: Kubernetes probes cllama's GET /health instead", r.p.File))
+	}
 	image := r.gen[compile.CllamaService].Image
 	r.addImage(image, compile.CllamaService, "")
 	probe := func(delay int32) *corev1.Probe {
