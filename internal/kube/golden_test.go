@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io/fs"
 	"os"
@@ -142,6 +143,37 @@ func TestGolden(t *testing.T) {
 				if _, ok := got[p]; !ok {
 					t.Errorf("missing output file %s", p)
 				}
+			}
+		})
+	}
+}
+
+// TestRenderRefuses checks the pods Kubernetes cannot run as written.
+func TestRenderRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, pod, key, want string }{
+		{"pod name", "x-claw: {pod: Trading_Desk}\nservices:\n  api: {image: api}\n", "x-claw.pod", "namespace name"},
+		{"service name", "x-claw: {pod: desk}\nservices:\n  trading_api: {image: api}\n", "services.trading_api", "Kubernetes name"},
+		{"replica name", "x-claw: {pod: desk}\nservices:\n  \"1bot\": {image: r, x-claw: {cllama: passthrough, count: 2}}\n", "services.1bot", "Kubernetes name"},
+		{"no image", "x-claw: {pod: desk}\nservices:\n  api: {expose: ['80']}\n", "image", "neither image nor build"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "claw-pod.yml"), []byte(tc.pod), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			p, err := pod.Load(ctx, pod.LoadOptions{File: filepath.Join(dir, "claw-pod.yml")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := compile.Build(ctx, p, compile.Options{Rand: zeroReader{}, KeepTokens: map[string]string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Render(res)
+			var pe *pod.Error
+			if !errors.As(err, &pe) || pe.Key != tc.key || !strings.Contains(pe.Problem, tc.want) || pe.Fix == "" {
+				t.Fatalf("got %v, want a pod error at %s saying %q", err, tc.key, tc.want)
 			}
 		})
 	}

@@ -48,7 +48,7 @@ func (i Image) MustPush() bool { return i.Origin == OriginBuild || i.Origin == O
 // imageOf is the image a compose service runs: its image:, or for a
 // service that builds without naming one, the name Docker Compose gives
 // the build (<project>-<service>, the project being the pod).
-func (r *renderer) imageOf(workload, service string, sc types.ServiceConfig) string {
+func (r *renderer) imageOf(workload, service string, sc types.ServiceConfig) (string, error) {
 	name, build := sc.Image, ""
 	if sc.Build != nil {
 		build = sc.Build.Context
@@ -65,12 +65,10 @@ func (r *renderer) imageOf(workload, service string, sc types.ServiceConfig) str
 		}
 	}
 	if name == "" {
-		// compile warned already; the manifest names the gap.
-		name = "no-image-for-" + service
-		r.warnf(service, "has neither image nor build: its pods cannot start until the manifest names an image")
+		return "", r.errf(service, "image", "the service has neither image nor build, so a cluster has nothing to run", "add image: (or build:) to the service")
 	}
 	r.addImage(name, workload, build)
-	return name
+	return name, nil
 }
 
 func (r *renderer) addImage(name, workload, build string) {

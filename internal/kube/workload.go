@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/clawdapus/clawgo/internal/compile"
 )
 
 // port is one port a compose service serves: a target of ports: or an
@@ -115,9 +117,13 @@ func intOrName(name string) intstr.IntOrString { return intstr.FromString(name) 
 // it runs in (an agent id or the service name).
 func (r *renderer) podSpec(service, workload string, sc types.ServiceConfig, env []corev1.EnvVar) (corev1.PodSpec, error) {
 	r.unrendered(service, sc)
+	image, err := r.imageOf(workload, service, sc)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
 	c := corev1.Container{
 		Name:            service,
-		Image:           r.imageOf(workload, service, sc),
+		Image:           image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string(sc.Entrypoint),
 		Args:            []string(sc.Command),
@@ -366,12 +372,14 @@ func (r *renderer) volumes(service string, sc types.ServiceConfig) ([]corev1.Vol
 			}
 			vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
 			mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.Target})
-		default:
+		case types.VolumeTypeBind:
 			src := v.Source
 			if rel, err := filepath.Rel(r.p.Dir, src); err == nil && filepath.IsAbs(src) && !strings.HasPrefix(rel, "..") {
 				src = "./" + filepath.ToSlash(rel)
 			}
-			r.warnf(service, "volume %s:%s (%s) mounts the host's files, which a cluster does not have; it is left out (bake them into the image, or add a ConfigMap)", src, v.Target, v.Type)
+			r.warnf(service, "volume %s:%s mounts the host's files, which a cluster does not have; it is left out (bake them into the image, or add a ConfigMap)", src, v.Target)
+		default:
+			r.warnf(service, "volume %s:%s of type %s has no Kubernetes rendering here; it is left out", v.Source, v.Target, v.Type)
 		}
 	}
 	for i, t := range sc.Tmpfs {
@@ -500,8 +508,8 @@ func (r *renderer) volumeClaims() error {
 		if err != nil {
 			return r.errf(users[0], "volumes", err.Error(), "name volumes with lowercase letters, digits and '-'")
 		}
-		if len(users) > 1 {
-			r.warns = append(r.warns, fmt.Sprintf("%s: volume %q is mounted by %s: its claim needs a ReadWriteMany storage class, or the pods on one node", r.p.File, v, strings.Join(users, ", ")))
+		if svc := r.p.Services[users[0]]; len(users) > 1 || len(compile.AgentIDs(svc)) > 1 && svc.IsAgent() {
+			r.warns = append(r.warns, fmt.Sprintf("%s: volume %q is mounted by several pods (%s): its claim needs a ReadWriteMany storage class, or the pods on one node", r.p.File, v, strings.Join(users, ", ")))
 		}
 		r.add("PersistentVolumeClaim", name, r.claim(name, map[string]string{"claw.volume": name}))
 	}
