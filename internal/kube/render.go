@@ -111,8 +111,9 @@ type genService struct {
 	Environment map[string]any `yaml:"environment"`
 }
 
-// Render turns a compiled pod into Kubernetes manifests. It reads only
-// res (the generated files are in res.Output) and writes nothing.
+// Render turns a compiled pod into Kubernetes manifests. It reads res
+// (the generated files are in res.Output) and the files of the pod
+// directory that services bind-mount read-only; it writes nothing.
 func Render(res *compile.Result) (*Manifests, error) {
 	if res == nil || res.Pod == nil || res.Output == nil || res.Perimeter == nil {
 		return nil, fmt.Errorf("kube: an incomplete compile result")

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -142,7 +143,7 @@ func (r *renderer) podSpec(service, workload string, sc types.ServiceConfig, env
 		return corev1.PodSpec{}, err
 	}
 	c.SecurityContext = sec
-	vols, mounts, err := r.volumes(service, sc)
+	vols, mounts, err := r.volumes(service, workload, sc)
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
@@ -335,11 +336,15 @@ func (r *renderer) hostAliases(service string, sc types.ServiceConfig) []corev1.
 // volumes renders a service's mounts: a named volume is a claim (a
 // template of the service's StatefulSet when no other service mounts it,
 // see claimTemplates; else the claim of that name), tmpfs and anonymous
-// volumes are emptyDirs. Bind mounts of the host have no rendering.
-func (r *renderer) volumes(service string, sc types.ServiceConfig) ([]corev1.Volume, []corev1.VolumeMount, error) {
+// volumes are emptyDirs, and a file of the pod directory bind-mounted
+// read-only is a key of the workload's "<workload>-files" Secret (a
+// Secret, since nothing says what the file holds). Other bind mounts of
+// the host have no rendering.
+func (r *renderer) volumes(service, workload string, sc types.ServiceConfig) ([]corev1.Volume, []corev1.VolumeMount, error) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	private := r.privateVolumes(service, sc)
+	files := map[string][]byte{}
 	for i, v := range sc.Volumes {
 		switch v.Type {
 		case types.VolumeTypeVolume:
@@ -374,10 +379,20 @@ func (r *renderer) volumes(service string, sc types.ServiceConfig) ([]corev1.Vol
 			mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.Target})
 		case types.VolumeTypeBind:
 			src := v.Source
-			if rel, err := filepath.Rel(r.p.Dir, src); err == nil && filepath.IsAbs(src) && !strings.HasPrefix(rel, "..") {
+			rel, err := filepath.Rel(r.p.Dir, src)
+			inPod := err == nil && filepath.IsAbs(src) && rel != "." && !strings.HasPrefix(rel, "..")
+			if inPod {
 				src = "./" + filepath.ToSlash(rel)
 			}
-			r.warnf(service, "volume %s:%s mounts the host's files, which a cluster does not have; it is left out (bake them into the image, or add a ConfigMap)", src, v.Target)
+			if data, ok := podFile(v.Source); ok && inPod && v.ReadOnly {
+				key := strings.ReplaceAll(filepath.ToSlash(rel), "/", ".")
+				if len(validation.IsConfigMapKey(key)) == 0 {
+					files[key] = data
+					mounts = append(mounts, corev1.VolumeMount{Name: "pod-files", MountPath: v.Target, SubPath: key, ReadOnly: true})
+					continue
+				}
+			}
+			r.warnf(service, "volume %s:%s mounts the host's files, which a cluster does not have; it is left out (only a file of the pod directory mounted read-only is rendered: bake the rest into the image)", src, v.Target)
 		default:
 			r.warnf(service, "volume %s:%s of type %s has no Kubernetes rendering here; it is left out", v.Source, v.Target, v.Type)
 		}
@@ -388,7 +403,29 @@ func (r *renderer) volumes(service string, sc types.ServiceConfig) ([]corev1.Vol
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: target})
 	}
+	if len(files) > 0 {
+		labels := map[string]string{LabelRole: RoleService, LabelService: service}
+		if workload != service || r.p.Services[service].IsAgent() {
+			labels = map[string]string{LabelRole: RoleAgent, LabelService: service, LabelAgent: workload}
+		}
+		r.secret(workload+"-files", labels, files)
+		vols = append(vols, corev1.Volume{Name: "pod-files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: workload + "-files"}}})
+	}
 	return vols, mounts, nil
+}
+
+// maxPodFile bounds a bind-mounted file rendered into a Secret (a Secret
+// holds at most 1 MiB).
+const maxPodFile = 512 << 10
+
+// podFile reads a regular file of at most maxPodFile bytes.
+func podFile(name string) ([]byte, bool) {
+	st, err := os.Stat(name)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxPodFile {
+		return nil, false
+	}
+	data, err := os.ReadFile(name)
+	return data, err == nil
 }
 
 // privateVolumes are the named volumes of a pod service that no other
