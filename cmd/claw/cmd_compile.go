@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/kube"
 )
 
 func init() {
@@ -18,6 +20,11 @@ type CompileOptions struct {
 	BuildOptions
 	// Quiet suppresses the per-agent summary.
 	Quiet bool
+	// Target is what to render besides the compiled context: compose
+	// (compose.generated.yml, always written) or kubernetes (manifests in
+	// Output, default k8s/ beside the pod file).
+	Target string
+	Output string
 }
 
 // NewCmdCompile builds `claw compile`; runF replaces compileRun in tests.
@@ -32,7 +39,13 @@ func NewCmdCompile(f *Factory, runF func(context.Context, *Factory, *CompileOpti
   .claw-auth/providers.json
   compose.generated.yml
 It touches no Docker unless --images is given, and prints what each agent may
-call (presented -> canonical tool names) and read (feeds). Usable in CI.`,
+call (presented -> canonical tool names) and read (feeds). Usable in CI.
+
+--target kubernetes also renders the pod as Kubernetes manifests in -o DIR
+(default k8s/ beside the pod file): a namespace named after the pod,
+workloads, Services, context ConfigMaps and Secrets, cllama, NetworkPolicies
+of the perimeter and a kustomization.yaml; it prints the images the cluster
+must be able to pull. Apply with kubectl apply -k DIR.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -44,10 +57,18 @@ call (presented -> canonical tool names) and read (feeds). Usable in CI.`,
 	addBuildFlags(cmd, &opts.BuildOptions)
 	cmd.Flags().BoolVar(&opts.Images, "images", false, "also read descriptors from locally present Docker images")
 	cmd.Flags().BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors and warnings")
+	cmd.Flags().StringVar(&opts.Target, "target", "compose", "compose, or kubernetes: also render Kubernetes manifests")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "directory of the Kubernetes manifests (default k8s beside the pod file)")
 	return cmd
 }
 
 func compileRun(ctx context.Context, f *Factory, opts *CompileOptions) error {
+	switch {
+	case opts.Target != "compose" && opts.Target != kube.Target:
+		return usageErrorf("--target %q: use compose or %s", opts.Target, kube.Target)
+	case opts.Output != "" && opts.Target != kube.Target:
+		return usageErrorf("--output is for --target %s", kube.Target)
+	}
 	res, err := compileAndWrite(ctx, f, &opts.BuildOptions)
 	if err != nil {
 		return err
@@ -55,6 +76,31 @@ func compileRun(ctx context.Context, f *Factory, opts *CompileOptions) error {
 	if !opts.Quiet {
 		fmt.Fprint(f.IO.Out, compile.Summary(res))
 		fmt.Fprintf(f.IO.Out, "\nwrote %d files (%s, %s, %s)\n", len(res.Output.Files), compile.ContextDir, compile.ProvidersFile, compile.GeneratedFile)
+	}
+	if opts.Target == kube.Target {
+		return renderKube(f, opts, res)
+	}
+	return nil
+}
+
+// renderKube writes the Kubernetes manifests of a compiled pod.
+func renderKube(f *Factory, opts *CompileOptions, res *compile.Result) error {
+	m, err := kube.Render(res)
+	if err != nil {
+		return err
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
+	}
+	dir, shown := opts.Output, opts.Output
+	if dir == "" {
+		dir, shown = filepath.Join(res.Pod.Dir, "k8s"), filepath.Join(filepath.Dir(opts.File), "k8s")
+	}
+	if err := m.Write(dir); err != nil {
+		return fmt.Errorf("writing the Kubernetes manifests: %w", err)
+	}
+	if !opts.Quiet {
+		fmt.Fprint(f.IO.Out, "\n"+m.Summary(shown))
 	}
 	return nil
 }

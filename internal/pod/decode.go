@@ -110,13 +110,16 @@ func (d *decoder) podClaw(v any) (Claw, error) {
 	return c, nil
 }
 
+// MaxCllamaReplicas bounds x-claw.cllama-defaults.replicas.
+const MaxCllamaReplicas = 64
+
 func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	var cd CllamaDefaults
 	m, err := d.object("x-claw.cllama-defaults", v)
 	if err != nil {
 		return cd, err
 	}
-	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models"})
+	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"})
 	switch hc := m["healthcheck"].(type) {
 	case nil:
 	case string:
@@ -149,6 +152,16 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 		if cd.Models, err = d.models("x-claw.cllama-defaults.models", raw); err != nil {
 			return cd, err
 		}
+	}
+	if raw, ok := m["replicas"]; ok && raw != nil {
+		n, err := d.integer("x-claw.cllama-defaults.replicas", raw)
+		if err != nil {
+			return cd, err
+		}
+		if n < 1 || n > MaxCllamaReplicas {
+			return cd, d.errf("x-claw.cllama-defaults.replicas", fmt.Sprintf("use a number of cllama pods between 1 and %d", MaxCllamaReplicas), "must be between 1 and %d, got %d", MaxCllamaReplicas, n)
+		}
+		cd.Replicas = n
 	}
 	if raw, ok := m["env"]; ok && raw != nil {
 		if cd.Env, err = d.env("x-claw.cllama-defaults.env", raw); err != nil {

@@ -60,6 +60,9 @@ type CllamaDefaults struct {
 	// that declare none (entries as written; claw checks and normalises
 	// them to "<provider>/<model>").
 	Models []string
+	// Replicas is replicas: how many cllama pods the Kubernetes target
+	// runs (0 when not written: one). Compose runs one cllama.
+	Replicas int
 }
 
 // ServiceClaw is a service-level x-claw block.

@@ -152,6 +152,8 @@ func TestDecodePodErrors(t *testing.T) {
 		{`feeds-defaults: ['...']`, "x-claw.feeds-defaults[0]"},
 		{`cllama-defaults: {env: [NOEQUALS]}`, "x-claw.cllama-defaults.env[0]"},
 		{`cllama-defaults: 3`, "x-claw.cllama-defaults"},
+		{`cllama-defaults: {replicas: 0}`, "x-claw.cllama-defaults.replicas"},
+		{`cllama-defaults: {replicas: two}`, "x-claw.cllama-defaults.replicas"},
 		{`tool-policy: {total-timeout-ms: 0}`, "x-claw.tool-policy.total-timeout-ms"},
 		{`pod: [a]`, "x-claw.pod"},
 	} {
@@ -164,8 +166,8 @@ func TestDecodePodErrors(t *testing.T) {
 }
 
 func TestDecodeAcceptsForms(t *testing.T) {
-	c := mustPod(t, "pod: desk\ncllama-defaults: {env: [OPENAI_API_KEY=k, X=1=2], image: img}\ntool-policy: {max-rounds: '4'}")
-	if c.Name != "desk" || c.CllamaDefaults.Env["X"] != "1=2" || c.CllamaDefaults.Image != "img" || *c.ToolPolicy.MaxRounds != 4 {
+	c := mustPod(t, "pod: desk\ncllama-defaults: {env: [OPENAI_API_KEY=k, X=1=2], image: img, replicas: '3'}\ntool-policy: {max-rounds: '4'}")
+	if c.Name != "desk" || c.CllamaDefaults.Env["X"] != "1=2" || c.CllamaDefaults.Image != "img" || c.CllamaDefaults.Replicas != 3 || *c.ToolPolicy.MaxRounds != 4 {
 		t.Fatalf("got %+v", c)
 	}
 	s := mustService(t, "cllama: passthrough\ncount: 2\nservice-auth: {api: tok, other: {token: t2, principal: p}}\nmcp-stdio: null\nsurfaces: ['service://api']")

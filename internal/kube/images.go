@@ -1,0 +1,114 @@
+package kube
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+// Origin says where the cluster can get an image from.
+type Origin string
+
+// Origins of images.
+const (
+	// OriginBuild is an image the pod builds (build:): build it, push it.
+	OriginBuild Origin = "build"
+	// OriginLocal is an image built on this machine and on no registry:
+	// clawgo/* images are built FROM scratch by scripts/images.sh.
+	OriginLocal Origin = "local"
+	// OriginRegistry names its registry; the cluster needs access to it.
+	OriginRegistry Origin = "registry"
+	// OriginDockerHub is a Docker Hub name: public if it exists there, and
+	// to be pushed if it exists only on this machine.
+	OriginDockerHub Origin = "docker-hub"
+)
+
+// localPrefix names the images this project builds locally.
+const localPrefix = "clawgo/"
+
+// Image is one image the manifests run.
+type Image struct {
+	Name   string
+	Origin Origin
+	// Build is the build context of an image the pod builds, relative to
+	// the pod directory.
+	Build string
+	// Workloads are the Deployments and StatefulSets running it, sorted.
+	Workloads []string
+}
+
+// MustPush reports whether the image exists on no registry the cluster
+// could pull from until someone pushes it.
+func (i Image) MustPush() bool { return i.Origin == OriginBuild || i.Origin == OriginLocal }
+
+// imageOf is the image a compose service runs: its image:, or for a
+// service that builds without naming one, the name Docker Compose gives
+// the build (<project>-<service>, the project being the pod).
+func (r *renderer) imageOf(workload, service string, sc types.ServiceConfig) (string, error) {
+	name, build := sc.Image, ""
+	if sc.Build != nil {
+		build = sc.Build.Context
+		if filepath.IsAbs(build) {
+			if rel, err := filepath.Rel(r.p.Dir, build); err == nil {
+				build = "./" + filepath.ToSlash(rel)
+				if rel == "." {
+					build = "."
+				}
+			}
+		}
+		if name == "" {
+			name = r.p.Name + "-" + service
+		}
+	}
+	if name == "" {
+		return "", r.errf(service, "image", "the service has neither image nor build, so a cluster has nothing to run", "add image: (or build:) to the service")
+	}
+	r.addImage(name, workload, build)
+	return name, nil
+}
+
+func (r *renderer) addImage(name, workload, build string) {
+	im := r.images[name]
+	if im == nil {
+		im = &Image{Name: name, Origin: imageOrigin(name)}
+		r.images[name] = im
+	}
+	if build != "" {
+		im.Origin, im.Build = OriginBuild, build
+	}
+	if !slices.Contains(im.Workloads, workload) {
+		im.Workloads = append(im.Workloads, workload)
+		sort.Strings(im.Workloads)
+	}
+}
+
+// imageOrigin classifies an image reference that the pod does not build.
+func imageOrigin(ref string) Origin {
+	if strings.HasPrefix(ref, localPrefix) {
+		return OriginLocal
+	}
+	first, _, hasSlash := strings.Cut(ref, "/")
+	if hasSlash && (strings.ContainsAny(first, ".:") || first == "localhost") && first != "docker.io" && first != "index.docker.io" {
+		return OriginRegistry
+	}
+	return OriginDockerHub
+}
+
+// imageNote says what to do about an image.
+func imageNote(im Image) string {
+	switch im.Origin {
+	case OriginBuild:
+		return fmt.Sprintf("built from %s: build and push it", im.Build)
+	case OriginLocal:
+		return "built on this machine (scripts/images.sh), on no registry: push it"
+	case OriginRegistry:
+		first, _, _ := strings.Cut(im.Name, "/")
+		return "pulled from " + first + ": the cluster needs access"
+	default:
+		return "Docker Hub: push it too if it exists only on this machine"
+	}
+}

@@ -1,0 +1,678 @@
+package kube
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/pod"
+)
+
+// Labels claw puts on the objects it renders. Pods carry LabelPod,
+// LabelRole and LabelService, agents also LabelAgent (their replicas
+// share LabelService); the NetworkPolicies select pods by them.
+const (
+	LabelPod       = "claw.pod"
+	LabelRole      = "claw.role"
+	LabelService   = "claw.service"
+	LabelAgent     = "claw.agent"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "claw"
+)
+
+// Values of LabelRole.
+const (
+	RoleAgent   = "agent"
+	RoleCllama  = "cllama"
+	RoleService = "service"
+)
+
+// Names of the objects claw adds besides the pod's own.
+const (
+	// CllamaProviders is the Secret holding providers.json.
+	CllamaProviders = "cllama-providers"
+	// CllamaHistory is cllama's session history claim.
+	CllamaHistory = "cllama-history"
+	// HistorySize is the storage the history claim (and every claim of a
+	// named volume) asks for.
+	HistorySize = "1Gi"
+	// cllamaUID runs cllama as a non-root user; fsGroup makes the mounted
+	// secrets readable and the history claim writable by it.
+	cllamaUID = 65532
+)
+
+// Mount points inside cllama, as compose gives them.
+const (
+	cllamaContextDir = "/claw/context"
+	cllamaAuthDir    = "/claw/auth"
+	cllamaHistoryDir = "/claw/history"
+)
+
+// File is one rendered file, its path relative to the output directory.
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Manifests is a rendered pod.
+type Manifests struct {
+	// Namespace is the namespace every object lives in (the pod name).
+	Namespace string
+	// Files are the manifests, kustomization.yaml and README.md, sorted
+	// by path. Files holding a Secret are 0600.
+	Files []File
+	// Images are the images the cluster must pull, sorted by name.
+	Images []Image
+	// Warnings are compose features the rendering leaves out or changes.
+	Warnings []string
+}
+
+// object is one rendered Kubernetes object.
+type object struct {
+	kind, name string
+	obj        runtime.Object
+}
+
+type renderer struct {
+	res   *compile.Result
+	p     *pod.Pod
+	ns    string
+	gen   map[string]genService
+	files map[string]compile.File
+	// ports are the ports each compose service (agent or not) serves.
+	ports map[string][]port
+	// agents by id; agentSvc marks agent service names.
+	agents   map[string]*compile.Agent
+	agentSvc map[string]bool
+	// volumeUsers lists the services mounting each named volume.
+	volumeUsers map[string][]string
+	objects     []object
+	images      map[string]*Image
+	warns       []string
+}
+
+// genService is a service of compose.generated.yml as far as the
+// rendering reads it: the image and the environment compose gives it.
+type genService struct {
+	Image       string         `yaml:"image"`
+	Environment map[string]any `yaml:"environment"`
+}
+
+// Render turns a compiled pod into Kubernetes manifests. It reads res
+// (the generated files are in res.Output) and the files of the pod
+// directory that services bind-mount read-only; it writes nothing.
+func Render(res *compile.Result) (*Manifests, error) {
+	if res == nil || res.Pod == nil || res.Output == nil || res.Perimeter == nil {
+		return nil, fmt.Errorf("kube: an incomplete compile result")
+	}
+	r := &renderer{
+		res:         res,
+		p:           res.Pod,
+		files:       map[string]compile.File{},
+		ports:       map[string][]port{},
+		agents:      map[string]*compile.Agent{},
+		agentSvc:    map[string]bool{},
+		volumeUsers: map[string][]string{},
+		images:      map[string]*Image{},
+	}
+	for _, f := range res.Output.Files {
+		r.files[f.Path] = f
+	}
+	if err := r.readGenerated(); err != nil {
+		return nil, err
+	}
+	if err := r.checkNames(); err != nil {
+		return nil, err
+	}
+	r.ns = r.p.Name
+	for _, a := range res.Agents {
+		r.agents[a.ID] = a
+		r.agentSvc[a.Service] = true
+	}
+	for _, name := range r.p.ServiceNames() {
+		sc := r.p.Services[name].Compose
+		ps, err := servicePorts(sc)
+		if err != nil {
+			return nil, r.errf(name, "expose", err.Error(), "write ports as N, N/udp or N-M")
+		}
+		r.ports[name] = ps
+		for _, v := range sc.Volumes {
+			if v.Type == "volume" && v.Source != "" && !slices.Contains(r.volumeUsers[v.Source], name) {
+				r.volumeUsers[v.Source] = append(r.volumeUsers[v.Source], name)
+			}
+		}
+	}
+
+	r.add("Namespace", r.ns, &corev1.Namespace{
+		TypeMeta:   typeMeta("v1", "Namespace"),
+		ObjectMeta: metav1.ObjectMeta{Name: r.ns, Labels: map[string]string{LabelPod: r.ns, LabelManagedBy: managedBy}},
+	})
+	if err := r.volumeClaims(); err != nil {
+		return nil, err
+	}
+	for _, name := range r.p.ServiceNames() {
+		if r.p.Services[name].IsAgent() {
+			continue
+		}
+		if err := r.service(name); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range res.Agents {
+		if err := r.agent(a); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.agentServices(); err != nil {
+		return nil, err
+	}
+	if r.withCllama() {
+		if err := r.cllama(); err != nil {
+			return nil, err
+		}
+	}
+	r.networkPolicies()
+	return r.manifests()
+}
+
+// withCllama reports whether the pod runs cllama (some agent uses it).
+func (r *renderer) withCllama() bool {
+	return slices.ContainsFunc(r.res.Agents, func(a *compile.Agent) bool { return a.Cllama })
+}
+
+func (r *renderer) readGenerated() error {
+	f, ok := r.files[compile.GeneratedFile]
+	if !ok {
+		return fmt.Errorf("kube: the compile result has no %s", compile.GeneratedFile)
+	}
+	var doc struct {
+		Services map[string]genService `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
+		return fmt.Errorf("kube: reading %s: %w", compile.GeneratedFile, err)
+	}
+	r.gen = doc.Services
+	return nil
+}
+
+// environment is the environment compose gives a generated service, its
+// "$$" escapes undone; variables without a value are left out (compose
+// would take them from the shell that runs it, and a cluster has none).
+func (r *renderer) environment(service string) map[string]string {
+	out := map[string]string{}
+	env := r.gen[service].Environment
+	for _, k := range sortedKeys(env) {
+		v := env[k]
+		if v == nil {
+			r.warnf(service, "environment.%s has no value (compose takes it from the shell running it); it is not rendered", k)
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			s = fmt.Sprint(v)
+		}
+		out[k] = strings.ReplaceAll(s, "$$", "$")
+	}
+	return out
+}
+
+// checkNames refuses names Kubernetes cannot use: the namespace is the pod
+// name, objects are named after services and agent ids, and every service
+// and agent is a Service name (a DNS label starting with a letter).
+func (r *renderer) checkNames() error {
+	if errs := validation.IsDNS1123Label(r.p.Name); len(errs) > 0 {
+		return &pod.Error{File: r.p.File, Key: "x-claw.pod", Problem: fmt.Sprintf("pod name %q is not a Kubernetes namespace name: %s", r.p.Name, strings.Join(errs, "; ")), Fix: "name the pod with lowercase letters, digits and '-' (at most 63)"}
+	}
+	for _, name := range r.p.ServiceNames() {
+		ids := []string{name}
+		if svc := r.p.Services[name]; svc.IsAgent() {
+			ids = append(ids, compile.AgentIDs(svc)...)
+		}
+		for _, id := range ids {
+			if errs := validation.IsDNS1035Label(id); len(errs) > 0 {
+				return r.errf(name, "services."+name, fmt.Sprintf("%q is not usable as a Kubernetes name: %s", id, strings.Join(errs, "; ")), "name services with lowercase letters, digits and '-', starting with a letter (at most 63 with a replica suffix)")
+			}
+		}
+	}
+	return nil
+}
+
+func (r *renderer) errf(service, key, problem, fix string) error {
+	return &pod.Error{File: r.p.File, Service: service, Key: key, Problem: problem, Fix: fix}
+}
+
+func (r *renderer) warnf(service, format string, args ...any) {
+	r.warns = append(r.warns, fmt.Sprintf("%s: service %q: %s", r.p.File, service, fmt.Sprintf(format, args...)))
+}
+
+func (r *renderer) add(kind, name string, obj runtime.Object) {
+	r.objects = append(r.objects, object{kind: kind, name: name, obj: obj})
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// meta is the metadata of a namespaced object.
+func (r *renderer) meta(name string, labels map[string]string) metav1.ObjectMeta {
+	l := map[string]string{LabelPod: r.ns, LabelManagedBy: managedBy}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: l}
+}
+
+// podLabels are the labels of a workload's pods; selector the subset its
+// controller selects them by.
+func (r *renderer) podLabels(role, service, agent string) (labels, selector map[string]string) {
+	selector = map[string]string{LabelRole: role}
+	if agent != "" {
+		selector[LabelAgent] = agent
+	} else if service != "" {
+		selector[LabelService] = service
+	}
+	labels = map[string]string{LabelPod: r.ns, LabelRole: role}
+	for k, v := range selector {
+		labels[k] = v
+	}
+	if service != "" {
+		labels[LabelService] = service
+	}
+	return labels, selector
+}
+
+// secret adds a Secret.
+func (r *renderer) secret(name string, labels map[string]string, data map[string][]byte) {
+	r.add("Secret", name, &corev1.Secret{
+		TypeMeta:   typeMeta("v1", "Secret"),
+		ObjectMeta: r.meta(name, labels),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	})
+}
+
+// env is a workload's environment: values equal to the agent's token read
+// its token Secret, names the author wrote read the workload's env Secret
+// (returned as data), and what claw sets stays literal.
+func envVars(workload string, env map[string]string, authored map[string]bool, token string) ([]corev1.EnvVar, map[string][]byte, error) {
+	var out []corev1.EnvVar
+	data := map[string][]byte{}
+	for _, name := range sortedKeys(env) {
+		v := env[name]
+		switch {
+		case token != "" && v == token:
+			out = append(out, secretEnv(name, workload+"-token", "token"))
+		case authored[name]:
+			if errs := validation.IsConfigMapKey(name); len(errs) > 0 {
+				return nil, nil, fmt.Errorf("environment variable %q cannot be a Secret key: %s", name, strings.Join(errs, "; "))
+			}
+			data[name] = []byte(v)
+			out = append(out, secretEnv(name, workload+"-env", name))
+		default:
+			out = append(out, corev1.EnvVar{Name: name, Value: v})
+		}
+	}
+	return out, data, nil
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
+	}}}
+}
+
+// agentFiles splits an agent's compiled context by the mode compile gave
+// each file: 0600 files (credentials) go to the Secret cllama mounts, the
+// others to the ConfigMap the agent mounts. Keys are the paths below the
+// agent's directory with "/" as "."; items map them back.
+func (r *renderer) agentFiles(id string) (secret, public map[string][]byte, secretItems, publicItems []corev1.KeyToPath, err error) {
+	secret, public = map[string][]byte{}, map[string][]byte{}
+	prefix := path.Join(compile.ContextDir, id) + "/"
+	for _, p := range sortedKeys(r.files) {
+		rel, ok := strings.CutPrefix(p, prefix)
+		if !ok {
+			continue
+		}
+		f := r.files[p]
+		key := strings.ReplaceAll(rel, "/", ".")
+		if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
+			return nil, nil, nil, nil, fmt.Errorf("kube: %s cannot be a key: %s", p, strings.Join(errs, "; "))
+		}
+		item := corev1.KeyToPath{Key: key, Path: rel}
+		dst, items := public, &publicItems
+		if f.Mode.Perm()&0o044 == 0 {
+			dst, items = secret, &secretItems
+		}
+		if _, dup := dst[key]; dup {
+			return nil, nil, nil, nil, fmt.Errorf("kube: %s: two files of agent %s map to key %q", p, id, key)
+		}
+		dst[key] = f.Data
+		*items = append(*items, item)
+	}
+	return secret, public, secretItems, publicItems, nil
+}
+
+// agent renders one agent: its Deployment (one pod), the ConfigMap of
+// what it mounts (contract, pod view, skills), its token Secret, the
+// Secret of the context only cllama reads, and its authored environment.
+func (r *renderer) agent(a *compile.Agent) error {
+	svc := r.p.Services[a.Service]
+	labels, selector := r.podLabels(RoleAgent, a.Service, a.ID)
+	objLabels := map[string]string{LabelRole: RoleAgent, LabelService: a.Service, LabelAgent: a.ID}
+	secretData, public, _, publicItems, err := r.agentFiles(a.ID)
+	if err != nil {
+		return err
+	}
+	authored := map[string]bool{}
+	for k := range svc.Compose.Environment {
+		authored[k] = true
+	}
+	token := ""
+	if a.Cllama {
+		token = a.Token
+	}
+	env, envData, err := envVars(a.ID, r.environment(a.ID), authored, token)
+	if err != nil {
+		return r.errf(a.Service, "environment", err.Error(), "rename the variable")
+	}
+	if token != "" {
+		r.secret(a.ID+"-token", objLabels, map[string][]byte{"token": []byte(a.Token)})
+	}
+	if len(envData) > 0 {
+		r.secret(a.ID+"-env", objLabels, envData)
+	}
+	if a.Cllama && len(secretData) > 0 {
+		r.secret(a.ID+"-cllama", objLabels, secretData)
+	}
+	r.add("ConfigMap", a.ID+"-context", &corev1.ConfigMap{
+		TypeMeta:   typeMeta("v1", "ConfigMap"),
+		ObjectMeta: r.meta(a.ID+"-context", objLabels),
+		Data:       stringData(public),
+	})
+
+	ps, err := r.podSpec(a.Service, a.ID, svc.Compose, env)
+	if err != nil {
+		return err
+	}
+	// The contract and pod view are mounted file by file, as compose does,
+	// so the image's own /claw stays; skills are a directory.
+	ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-context", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-context"}},
+	}})
+	c := &ps.Containers[0]
+	for _, name := range []string{"AGENTS.md", "CLAWDAPUS.md"} {
+		if _, ok := public[name]; ok {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-context", MountPath: path.Join(compile.AgentClawDir, name), SubPath: name, ReadOnly: true})
+		}
+	}
+	var skills []corev1.KeyToPath
+	for _, it := range publicItems {
+		if rel, ok := strings.CutPrefix(it.Path, "skills/"); ok {
+			skills = append(skills, corev1.KeyToPath{Key: it.Key, Path: rel})
+		}
+	}
+	if len(skills) > 0 {
+		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-skills", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-context"}, Items: skills},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-skills", MountPath: compile.AgentSkillsDir, ReadOnly: true})
+	}
+	if err := checkVolumeNames(ps); err != nil {
+		return r.errf(a.Service, "volumes", err.Error(), "rename the volume")
+	}
+	r.add("Deployment", a.ID, r.deployment(a.ID, objLabels, labels, selector, 1, ps, r.usesClaim(svc.Compose)))
+	return nil
+}
+
+// service renders a pod service: a Deployment, or a StatefulSet when it
+// keeps a named volume of its own, and its authored environment.
+func (r *renderer) service(name string) error {
+	svc := r.p.Services[name]
+	sc := svc.Compose
+	labels, selector := r.podLabels(RoleService, name, "")
+	objLabels := map[string]string{LabelRole: RoleService, LabelService: name}
+	authored := map[string]bool{}
+	for k := range sc.Environment {
+		authored[k] = true
+	}
+	env, envData, err := envVars(name, r.environment(name), authored, "")
+	if err != nil {
+		return r.errf(name, "environment", err.Error(), "rename the variable")
+	}
+	if len(envData) > 0 {
+		r.secret(name+"-env", objLabels, envData)
+	}
+	ps, err := r.podSpec(name, name, sc, env)
+	if err != nil {
+		return err
+	}
+	if err := checkVolumeNames(ps); err != nil {
+		return r.errf(name, "volumes", err.Error(), "rename the volume")
+	}
+	replicas := int32(1)
+	switch {
+	case sc.Deploy != nil && sc.Deploy.Replicas != nil:
+		replicas = int32(*sc.Deploy.Replicas)
+	case sc.Scale != nil:
+		replicas = int32(*sc.Scale)
+	}
+	templates := r.claimTemplates(name, sc)
+	if len(templates) > 0 {
+		r.add("StatefulSet", name, &appsv1.StatefulSet{
+			TypeMeta:   typeMeta("apps/v1", "StatefulSet"),
+			ObjectMeta: r.meta(name, objLabels),
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:             &replicas,
+				Selector:             &metav1.LabelSelector{MatchLabels: selector},
+				ServiceName:          name,
+				Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: ps},
+				VolumeClaimTemplates: templates,
+			},
+		})
+	} else {
+		if replicas > 1 && r.usesClaim(sc) {
+			r.warnf(name, "%d replicas share the claims of its named volumes: give them a ReadWriteMany storage class, or run one replica", replicas)
+		}
+		r.add("Deployment", name, r.deployment(name, objLabels, labels, selector, replicas, ps, r.usesClaim(sc)))
+	}
+	r.add("Service", name, r.kubeService(name, objLabels, selector, r.ports[name]))
+	return nil
+}
+
+// deployment wraps a pod spec. A pod mounting a claim is replaced, not
+// rolled: a ReadWriteOnce claim cannot be mounted by the next pod on
+// another node while the old one holds it.
+func (r *renderer) deployment(name string, objLabels, labels, selector map[string]string, replicas int32, ps corev1.PodSpec, claim bool) *appsv1.Deployment {
+	d := &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: r.meta(name, objLabels),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: ps},
+		},
+	}
+	if claim {
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	return d
+}
+
+// kubeService is the Service giving a workload its compose name. Without
+// declared ports it is headless: the name resolves to the pods, and any
+// port answers, as on a compose network.
+func (r *renderer) kubeService(name string, objLabels, selector map[string]string, ports []port) *corev1.Service {
+	s := &corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: r.meta(name, objLabels),
+		Spec:       corev1.ServiceSpec{Selector: selector},
+	}
+	if len(ports) == 0 {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+		return s
+	}
+	for _, p := range ports {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: p.name(), Protocol: p.Protocol, Port: p.Number, TargetPort: intstr.FromInt32(p.Number)})
+	}
+	return s
+}
+
+// agentServices gives a Service to every agent another agent names as a
+// surface: under the agent service's name (all its replicas) and, for a
+// reach back to one replica, under the replica's id.
+func (r *renderer) agentServices() error {
+	names := map[string]bool{}
+	for _, ar := range r.res.Perimeter.Agents {
+		for _, reach := range ar.Reaches {
+			if reach.Agent {
+				names[reach.Service] = true
+			}
+		}
+	}
+	for _, n := range sortedKeys(names) {
+		if a, ok := r.agents[n]; ok && a.Index >= 0 {
+			_, selector := r.podLabels(RoleAgent, a.Service, a.ID)
+			r.add("Service", n, r.kubeService(n, map[string]string{LabelRole: RoleAgent, LabelService: a.Service, LabelAgent: a.ID}, selector, r.ports[a.Service]))
+			continue
+		}
+		if !r.agentSvc[n] {
+			return fmt.Errorf("kube: the perimeter names agent %q, which the pod does not run", n)
+		}
+		selector := map[string]string{LabelRole: RoleAgent, LabelService: n}
+		r.add("Service", n, r.kubeService(n, map[string]string{LabelRole: RoleAgent, LabelService: n}, selector, r.ports[n]))
+	}
+	return nil
+}
+
+// cllama renders the proxy: its Deployment, Service, provider Secret,
+// authored settings, and history claim.
+func (r *renderer) cllama() error {
+	cd := r.p.Claw.CllamaDefaults
+	labels, selector := r.podLabels(RoleCllama, compile.CllamaService, "")
+	objLabels := map[string]string{LabelRole: RoleCllama, LabelService: compile.CllamaService}
+	authored := map[string]bool{}
+	for k := range cd.Env {
+		authored[k] = true
+	}
+	env, envData, err := envVars(compile.CllamaService, r.environment(compile.CllamaService), authored, "")
+	if err != nil {
+		return &pod.Error{File: r.p.File, Key: "x-claw.cllama-defaults.env", Problem: err.Error(), Fix: "rename the variable"}
+	}
+	if len(envData) > 0 {
+		r.secret(compile.CllamaService+"-env", objLabels, envData)
+	}
+	providers, ok := r.files[compile.ProvidersFile]
+	if !ok {
+		return fmt.Errorf("kube: the compile result has no %s", compile.ProvidersFile)
+	}
+	r.secret(CllamaProviders, objLabels, map[string][]byte{path.Base(compile.ProvidersFile): providers.Data})
+
+	// Each agent's credentials under /claw/context/<agent-id>/, from its
+	// own Secret; only agents that use cllama are known to it.
+	var sources []corev1.VolumeProjection
+	for _, a := range r.res.Agents {
+		if !a.Cllama {
+			continue
+		}
+		_, _, items, _, err := r.agentFiles(a.ID)
+		if err != nil {
+			return err
+		}
+		for i := range items {
+			items[i].Path = a.ID + "/" + items[i].Path
+		}
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-cllama"}, Items: items,
+		}})
+	}
+	readable := int32(0o440)
+	replicas := int32(1)
+	if cd.Replicas > 0 {
+		replicas = int32(cd.Replicas)
+	}
+	history := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: CllamaHistory}}
+	if replicas > 1 {
+		history = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+		r.warns = append(r.warns, fmt.Sprintf("%s: x-claw.cllama-defaults.replicas: %d cllama pods keep session history and tool-loop continuity each in its own emptyDir: they are lost when a pod goes, and a runner's next turn may reach another pod", r.p.File, replicas))
+	} else {
+		r.add("PersistentVolumeClaim", CllamaHistory, r.claim(CllamaHistory, objLabels))
+	}
+	if cd.HealthcheckOff || cd.Healthcheck != nil {
+		r.warns = append(r.warns, fmt.Sprintf("%s: x-claw.cllama-defaults.healthcheck: Kubernetes probes cllama's GET /health instead", r.p.File))
+	}
+	image := r.gen[compile.CllamaService].Image
+	r.addImage(image, compile.CllamaService, "")
+	probe := func(delay int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intOrName("http")}},
+			InitialDelaySeconds: delay, PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: 3,
+		}
+	}
+	no, yes := false, true
+	uid := int64(cllamaUID)
+	ps := corev1.PodSpec{
+		AutomountServiceAccountToken: &no,
+		EnableServiceLinks:           &no,
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: []corev1.Container{{
+			Name:            compile.CllamaService,
+			Image:           image,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Env:             env,
+			Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: compile.CllamaPort, Protocol: corev1.ProtocolTCP}},
+			ReadinessProbe:  probe(0),
+			LivenessProbe:   probe(5),
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "context", MountPath: cllamaContextDir, ReadOnly: true},
+				{Name: "auth", MountPath: cllamaAuthDir, ReadOnly: true},
+				{Name: "history", MountPath: cllamaHistoryDir},
+			},
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: &no,
+				ReadOnlyRootFilesystem:   &yes,
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "context", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: &readable}}},
+			{Name: "auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: CllamaProviders, DefaultMode: &readable}}},
+			{Name: "history", VolumeSource: history},
+		},
+	}
+	r.add("Deployment", compile.CllamaService, r.deployment(compile.CllamaService, objLabels, labels, selector, replicas, ps, replicas == 1))
+	r.add("Service", compile.CllamaService, r.kubeService(compile.CllamaService, objLabels, selector, []port{{Number: compile.CllamaPort, Protocol: corev1.ProtocolTCP}}))
+	return nil
+}
+
+func stringData(m map[string][]byte) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
