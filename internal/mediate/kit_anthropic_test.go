@@ -17,6 +17,10 @@ type anthropicKit struct{}
 func (anthropicKit) format() exchange.Format { return wireanthropic.Name }
 func (anthropicKit) path() string            { return "/v1/messages" }
 
+func (anthropicKit) namedChoice(name string) map[string]any {
+	return map[string]any{"tool_choice": map[string]any{"type": "tool", "name": name}}
+}
+
 func (anthropicKit) messages(msgs []tmsg) []any {
 	var out []any
 	for _, m := range msgs {

@@ -17,6 +17,10 @@ type openaiKit struct{}
 func (openaiKit) format() exchange.Format { return wireopenai.Name }
 func (openaiKit) path() string            { return "/v1/chat/completions" }
 
+func (openaiKit) namedChoice(name string) map[string]any {
+	return map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": name}}}
+}
+
 func (openaiKit) messages(msgs []tmsg) []any {
 	var out []any
 	for _, m := range msgs {

@@ -69,9 +69,11 @@ type kit interface {
 	upstreamResponse(s step, n int) []byte
 	decodeUpstream(t *testing.T, body []byte) upReq
 	decodeFinal(t *testing.T, res *http.Response, stream bool) final
+	// namedChoice is the request members forcing the tool name.
+	namedChoice(name string) map[string]any
 }
 
-var kits = []kit{openaiKit{}, anthropicKit{}}
+var kits = []kit{openaiKit{}, anthropicKit{}, responsesKit{}}
 
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)

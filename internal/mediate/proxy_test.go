@@ -18,6 +18,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 // TestBehindTheProxy runs a mediated turn through the real cllama edge:
@@ -73,7 +74,20 @@ func TestBehindTheProxy(t *testing.T) {
 			up.script = []step{{Calls: []tcall{call("c1", echo, `{"q":"via proxy"}`)}, Usage: u(4, 1)}, {Text: "through the edge", Usage: u(6, 2)}}
 			ctx := context.Background()
 			var text string
-			if k.format() == "openai" {
+			switch k.format() {
+			case "responses":
+				c := openai.NewClient(option.WithBaseURL(front.URL+"/v1/"), option.WithAPIKey("alice:s3cret"), option.WithMaxRetries(0))
+				s := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "scripted/up-model",
+					Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+				for s.Next() {
+					if ev := s.Current(); ev.Type == "response.completed" {
+						text = ev.Response.OutputText()
+					}
+				}
+				if err := s.Err(); err != nil {
+					t.Fatal(err)
+				}
+			case "openai":
 				c := openai.NewClient(option.WithBaseURL(front.URL+"/v1/"), option.WithAPIKey("alice:s3cret"), option.WithMaxRetries(0))
 				s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "scripted/up-model",
 					Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
@@ -85,7 +99,7 @@ func TestBehindTheProxy(t *testing.T) {
 					t.Fatal(err)
 				}
 				text = acc.Choices[0].Message.Content
-			} else {
+			default:
 				c := anthropic.NewClient(aoption.WithBaseURL(front.URL), aoption.WithAPIKey("alice:s3cret"), aoption.WithMaxRetries(0))
 				s := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "scripted/up-model", MaxTokens: 64,
 					Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})

@@ -549,12 +549,7 @@ func manyCalls(n int) []tcall {
 	return out
 }
 
-func toolChoiceNaming(k kit, name string) map[string]any {
-	if k.format() == "anthropic" {
-		return map[string]any{"tool_choice": map[string]any{"type": "tool", "name": name}}
-	}
-	return map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": name}}}
-}
+func toolChoiceNaming(k kit, name string) map[string]any { return k.namedChoice(name) }
 
 func wantText(t *testing.T, r outcomeOf, text string) {
 	t.Helper()
