@@ -137,8 +137,7 @@ func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.
 	switch eventType(name, data) {
 	case evCreated:
 		if resp, ok := jsontop.Find(data, "response"); ok {
-			raw, _ := jsontop.Find(resp, "id")
-			st.CreatedID, _ = wire.String(raw)
+			st.CreatedID = Format{}.CreatedID(resp)
 		}
 	case evCompleted, evIncomplete, evFailed:
 		st.Terminal = true
@@ -164,8 +163,12 @@ func (Format) ObjectRoutes() []wire.ObjectRoute {
 	}
 }
 
-// CreatedID implements wire.Stored: the response's top-level id.
+// CreatedID implements wire.Stored: the response's top-level id, unless
+// the response says the provider did not store it (store:false).
 func (Format) CreatedID(body []byte) string {
+	if raw, ok := jsontop.Find(body, "store"); ok && string(raw) == "false" {
+		return ""
+	}
 	raw, _ := jsontop.Find(body, "id")
 	id, _ := wire.String(raw)
 	return id

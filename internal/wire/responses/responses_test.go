@@ -214,3 +214,18 @@ func FuzzObserveStream(f *testing.F) {
 		}
 	})
 }
+
+// A response the provider did not store is nobody's to read back.
+func TestCreatedID(t *testing.T) {
+	f := New()
+	if id := f.CreatedID([]byte(`{"id":"resp_1","store":true}`)); id != "resp_1" {
+		t.Errorf("stored: %q", id)
+	}
+	if id := f.CreatedID([]byte(`{"id":"resp_1","store":false}`)); id != "" {
+		t.Errorf("not stored: %q", id)
+	}
+	st := f.ObserveStream(wire.StreamState{}, "response.created", []byte(`{"type":"response.created","response":{"id":"resp_2","store":false}}`))
+	if st.CreatedID != "" {
+		t.Errorf("stream of an unstored response: %q", st.CreatedID)
+	}
+}
