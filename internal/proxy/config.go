@@ -31,6 +31,11 @@ const (
 	// DefaultStoredIDsMax bounds the stored responses whose owners cllama
 	// remembers.
 	DefaultStoredIDsMax = owners.DefaultMax
+	// InflightBodies is how many bodies of the largest accepted size the
+	// in-flight budget holds when none is configured.
+	InflightBodies = 8
+	// DefaultMaxAgentConcurrency bounds one agent's requests in progress.
+	DefaultMaxAgentConcurrency = 32
 )
 
 // Config is everything cllama reads from its flags and environment, read
@@ -63,6 +68,15 @@ type Config struct {
 	// MaxBodyBytes bounds a runner's request body; larger is a 413
 	// (CLLAMA_MAX_BODY_BYTES / -max-body-bytes).
 	MaxBodyBytes int64
+	// MaxInflightBytes bounds the request bodies held by all requests in
+	// progress together; a request past it is a 503 with Retry-After
+	// (CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes). At least
+	// MaxBodyBytes; zero means InflightBodies × MaxBodyBytes.
+	MaxInflightBytes int64
+	// MaxAgentConcurrency bounds one agent's requests in progress; one
+	// more is a 429 with Retry-After (CLLAMA_MAX_CONCURRENT_PER_AGENT /
+	// -max-concurrent-per-agent).
+	MaxAgentConcurrency int
 	// FirstByteTimeout bounds the wait for the upstream's response headers
 	// (CLLAMA_FIRST_BYTE_TIMEOUT / -first-byte-timeout). Non-streaming
 	// generations answer only when done, hence the generous default.
@@ -106,17 +120,18 @@ type ProviderEnv struct {
 // DefaultConfig returns the defaults, with no providers.
 func DefaultConfig() Config {
 	return Config{
-		ListenAddr:        DefaultListenAddr,
-		ContextRoot:       DefaultContextRoot,
-		AuthDir:           DefaultAuthDir,
-		MaxBodyBytes:      DefaultMaxBodyBytes,
-		FirstByteTimeout:  DefaultFirstByteTimeout,
-		StreamIdleTimeout: DefaultStreamIdleTimeout,
-		BodyReadTimeout:   DefaultBodyReadTimeout,
-		ShutdownTimeout:   DefaultShutdownTimeout,
-		HistoryFsync:      DefaultHistoryFsync,
-		StoredIDsMax:      DefaultStoredIDsMax,
-		ProviderEnv:       map[string]ProviderEnv{},
+		ListenAddr:          DefaultListenAddr,
+		ContextRoot:         DefaultContextRoot,
+		AuthDir:             DefaultAuthDir,
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+		MaxAgentConcurrency: DefaultMaxAgentConcurrency,
+		FirstByteTimeout:    DefaultFirstByteTimeout,
+		StreamIdleTimeout:   DefaultStreamIdleTimeout,
+		BodyReadTimeout:     DefaultBodyReadTimeout,
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		HistoryFsync:        DefaultHistoryFsync,
+		StoredIDsMax:        DefaultStoredIDsMax,
+		ProviderEnv:         map[string]ProviderEnv{},
 	}
 }
 
@@ -126,6 +141,12 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxInflightBytes <= 0 {
+		c.MaxInflightBytes = InflightBodies * c.MaxBodyBytes
+	}
+	if c.MaxAgentConcurrency <= 0 {
+		c.MaxAgentConcurrency = d.MaxAgentConcurrency
 	}
 	if c.FirstByteTimeout <= 0 {
 		c.FirstByteTimeout = d.FirstByteTimeout
@@ -181,6 +202,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		}
 	}
 	size(&c.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES")
+	size(&c.MaxInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
 	count := func(dst *int, key string) {
@@ -193,6 +215,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		}
 	}
 	count(&c.StoredIDsMax, "CLLAMA_STORED_IDS_MAX")
+	count(&c.MaxAgentConcurrency, "CLLAMA_MAX_CONCURRENT_PER_AGENT")
 	dur := func(dst *time.Duration, key string) {
 		if v := env[key]; v != "" {
 			d, err := time.ParseDuration(v)
@@ -248,6 +271,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
 	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
+	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
+	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
@@ -255,6 +280,9 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.MaxInflightBytes > 0 && c.MaxInflightBytes < c.MaxBodyBytes {
+		return c, fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxInflightBytes, c.MaxBodyBytes)
 	}
 	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
 		return c, fmt.Errorf("CLLAMA_HISTORY_FSYNC / -history-fsync: %w", err)

@@ -61,11 +61,21 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		reject(nil, err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	if !s.admit.enter(agent.ID) {
+		w.Header().Set("Retry-After", "1")
+		reject(agent, s.agentBusy(agent.ID))
+		return
+	}
+	defer s.admit.leave(agent.ID)
+	body, release, err := s.readBody(w, r)
 	if err != nil {
+		if se := asStatus(err); se.status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
 		reject(agent, err)
 		return
 	}
+	defer release()
 	info, err := scanRequest(body)
 	if err != nil {
 		reject(agent, err)
@@ -188,11 +198,15 @@ func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Forma
 	})
 }
 
-// readBody reads the runner's body within MaxBodyBytes and BodyReadTimeout.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody reads the runner's body within MaxBodyBytes, BodyReadTimeout
+// and the in-flight body budget (MaxInflightBytes). release gives the
+// budget back; the caller calls it when the exchange no longer holds the
+// body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	none := func() {}
 	max := s.cfg.MaxBodyBytes
 	if r.ContentLength > max {
-		return nil, s.tooLarge()
+		return nil, none, s.tooLarge()
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout))
@@ -200,17 +214,29 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if r.ContentLength > 0 {
 		// A declared length within the limit: the server's framing
 		// already stops the body there.
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			return nil, s.bodyError(err)
+		n := r.ContentLength
+		if !s.admit.reserve(n) {
+			return nil, none, s.tooBusy()
 		}
-		return buf, nil
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			s.admit.release(n)
+			return nil, none, s.bodyError(err)
+		}
+		return buf, func() { s.admit.release(n) }, nil
 	}
-	buf, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	br := &budgetReader{r: http.MaxBytesReader(w, r.Body, max), a: s.admit, limit: max + 1}
+	buf, err := io.ReadAll(br)
 	if err != nil {
-		return nil, s.bodyError(err)
+		s.admit.release(br.reserved)
+		if errors.Is(err, errOverBudget) {
+			return nil, none, s.tooBusy()
+		}
+		return nil, none, s.bodyError(err)
 	}
-	return buf, nil
+	held := int64(len(buf))
+	s.admit.release(br.reserved - held) // keep only what the body holds
+	return buf, func() { s.admit.release(held) }, nil
 }
 
 func (s *Server) tooLarge() *statusError {

@@ -90,6 +90,9 @@ type Server struct {
 	objectRoutes []objectRoute
 	owners       *owners.Store
 
+	// admit bounds the bodies and per-agent requests in progress.
+	admit *admission
+
 	idPrefix string
 	idSeq    atomic.Uint64
 }
@@ -110,6 +113,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		formats:   formats.All(),
 		fallback:  formats.Fallback(),
 	}
+	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentConcurrency)
 	s.noRoute = "cllama serves"
 	for i, f := range s.formats {
 		sep := ","

@@ -176,11 +176,12 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	// These routes take no body, but a body sent is relayed as it came
 	// (the Go SDK streams a stored response with a GET whose JSON body
 	// holds "stream": true), once checked to be JSON.
-	body, err := s.readBody(w, r)
+	body, release, err := s.readBody(w, r)
 	if err != nil {
 		reject(agent, asStatus(err))
 		return
 	}
+	defer release()
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = nil
 	} else if !jsontop.Valid(body) {

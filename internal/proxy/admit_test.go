@@ -1,0 +1,130 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+)
+
+// heldPod is a pod whose provider holds every request until release is
+// called; arrived receives one value per request that reached it.
+func heldPod(t *testing.T, opts ...podOption) (p *pod, arrived chan struct{}, release func()) {
+	t.Helper()
+	p = newPod(t, opts...)
+	arrived = make(chan struct{}, 16)
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	p.up.setHandler(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		arrived <- struct{}{}
+		<-gate
+		defaultProvider(w, r.Clone(r.Context()))
+	})
+	return p, arrived, release
+}
+
+// sizedBody is a chat request of about n bytes.
+func sizedBody(n int) string {
+	head := `{"model":"fake/gpt-fake","messages":[{"role":"user","content":"`
+	tail := `"}]}`
+	return head + strings.Repeat("x", max(0, n-len(head)-len(tail))) + tail
+}
+
+func wantRefusal(t *testing.T, p *pod, res *http.Response, status int, typ, text string) {
+	t.Helper()
+	body := readAll(t, res.Body)
+	if res.StatusCode != status || res.Header.Get("Retry-After") != "1" || !strings.Contains(body, `"type":"`+typ+`"`) || !strings.Contains(body, text) {
+		t.Fatalf("got %d (Retry-After %q) %s; want %d %s mentioning %s", res.StatusCode, res.Header.Get("Retry-After"), body, status, typ, text)
+	}
+	for _, e := range p.audit.events(t) {
+		if e.Type == audit.TypeError && e.StatusCode == status && e.ClawID == "alice" && strings.Contains(e.Error, text) {
+			return
+		}
+	}
+	t.Fatalf("no audit error event for the refusal: %+v", p.audit.events(t))
+}
+
+// One agent cannot hold more than its share of requests in progress; the
+// next is told to retry, and another agent is not affected.
+func TestAgentConcurrencyLimit(t *testing.T) {
+	p, arrived, release := heldPod(t, func(c *Config, _ *Options) { c.MaxAgentConcurrency = 2 })
+	writeFile(t, filepath.Join(p.root, "bob", "metadata.json"), `{"token":"bob:s3cret-bob"}`)
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			res := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false))
+			_, _ = io.Copy(io.Discard, res.Body)
+			done <- res.StatusCode
+		}()
+		<-arrived
+	}
+	wantRefusal(t, p, p.post(t, pathChat, requestBody(formatOpenAI, "fake", false)), http.StatusTooManyRequests, "rate_limit_error", "CLLAMA_MAX_CONCURRENT_PER_AGENT")
+	go func() {
+		res := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false), "Authorization", "Bearer bob:s3cret-bob")
+		_, _ = io.Copy(io.Discard, res.Body)
+		done <- res.StatusCode
+	}()
+	<-arrived // bob's request reached the provider while alice was at her limit
+	release()
+	for range 3 {
+		if code := <-done; code != http.StatusOK {
+			t.Fatalf("a held request ended %d", code)
+		}
+	}
+	if res := p.post(t, pathChat, requestBody(formatOpenAI, "fake", false)); res.StatusCode != http.StatusOK {
+		t.Fatalf("after the others finished: %d", res.StatusCode)
+	}
+}
+
+// The bodies held by requests in progress are bounded for all agents
+// together: past the budget a request is refused before its body is read,
+// whether it declares its length or not, and the budget comes back when
+// requests end.
+func TestInflightBodyBudget(t *testing.T) {
+	p, arrived, release := heldPod(t, func(c *Config, _ *Options) { c.MaxBodyBytes, c.MaxInflightBytes = 4000, 6000 })
+	done := make(chan int, 1)
+	go func() {
+		res := p.post(t, pathChat, sizedBody(4000))
+		_, _ = io.Copy(io.Discard, res.Body)
+		done <- res.StatusCode
+	}()
+	<-arrived
+	if got := p.srv.admit.inFlight(); got != 4000 {
+		t.Fatalf("in flight %d, want the held body's 4000", got)
+	}
+	wantRefusal(t, p, p.post(t, pathChat, sizedBody(3000)), http.StatusServiceUnavailable, "overloaded_error", "CLLAMA_MAX_INFLIGHT_BYTES")
+
+	// A body without Content-Length is counted as it is read.
+	req, _ := http.NewRequest(http.MethodPost, p.front.URL+pathMessages, io.MultiReader(strings.NewReader(sizedBody(3000))))
+	req.ContentLength = -1
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	res, err := p.front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res.Body)
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"type":"error"`) {
+		t.Fatalf("chunked body over the budget: %d %s (want 503 in the Anthropic shape)", res.StatusCode, body)
+	}
+	done2 := make(chan int, 1)
+	go func() {
+		res := p.post(t, pathChat, sizedBody(1500))
+		_, _ = io.Copy(io.Discard, res.Body)
+		done2 <- res.StatusCode
+	}()
+	<-arrived // a body within what is left of the budget reached the provider
+	release()
+	if code, code2 := <-done, <-done2; code != http.StatusOK || code2 != http.StatusOK {
+		t.Fatalf("held requests ended %d and %d", code, code2)
+	}
+	if got := p.srv.admit.inFlight(); got != 0 {
+		t.Fatalf("%d bytes still counted after every request ended", got)
+	}
+}
