@@ -40,7 +40,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkLargeBodiesRSS is a load run of the real binary: sixteen
+// agents' requests of 30 MiB at once, passthrough, against a provider that
+// answers after reading the body. It prints cllama's resident memory at
+// rest and at its peak (VmHWM), and how many requests the in-flight body
+// budget turned away, for the default budget and for one large enough to
+// admit them all (what cllama did before it had one).
+//
+//	go test -run '^$' -bench LargeBodiesRSS -benchtime 1x ./cmd/cllama/
+func BenchmarkLargeBodiesRSS(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc")
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "cllama")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	}))
+	b.Cleanup(up.Close)
+	const agents, size = 16, 30 << 20
+	for i := range agents {
+		write(b, filepath.Join(dir, "context", fmt.Sprintf("a%d", i), "metadata.json"), fmt.Sprintf(`{"token":"a%d:s"}`, i))
+	}
+	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+up.URL+`/v1","api_key":"k"}}}`)
+	body := append([]byte(`{"model":"fake/m","messages":[{"role":"user","content":"`), bytes.Repeat([]byte("x"), size)...)
+	body = append(body, `"}]}`...)
+
+	for _, budget := range []string{"default", strconv.Itoa(agents * (size + 1<<20))} {
+		b.Run("budget="+budget, func(b *testing.B) {
+			for b.Loop() {
+				env := []string{"CLAW_CONTEXT_ROOT=" + filepath.Join(dir, "context"), "CLAW_AUTH_DIR=" + filepath.Join(dir, "auth"), "CLLAMA_MAX_BODY_BYTES=" + strconv.Itoa(size+1<<20)}
+				if budget != "default" {
+					env = append(env, "CLLAMA_MAX_INFLIGHT_BYTES="+budget)
+				}
+				rest, peak, refused := largeBodyRun(b, bin, env, body, agents)
+				b.ReportMetric(float64(rest)/(1<<20), "rest-MiB")
+				b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+				b.ReportMetric(float64(refused), "refused")
+			}
+		})
+	}
+}
+
+func largeBodyRun(b *testing.B, bin string, env []string, body []byte, n int) (rest, peak int64, refused int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stderr)
+	var addr string
+	for lines.Scan() {
+		if _, after, ok := strings.Cut(lines.Text(), "listening on "); ok {
+			addr, _, _ = strings.Cut(after, " ")
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if addr == "" {
+		b.Fatal("no listening line")
+	}
+	rest = procStatus(b, cmd.Process.Pid, "VmRSS")
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Authorization", fmt.Sprintf("Bearer a%d:s", i))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusServiceUnavailable {
+				mu.Lock()
+				refused++
+				mu.Unlock()
+			} else if res.StatusCode != http.StatusOK {
+				b.Errorf("status %d", res.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	return rest, procStatus(b, cmd.Process.Pid, "VmHWM"), refused
+}
+
+// procStatus reads a kB figure of /proc/<pid>/status, in bytes.
+func procStatus(b *testing.B, pid int, key string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", key, pid)
+	return 0
+}
