@@ -221,3 +221,10 @@ func TestUpRefusesUnrunnablePod(t *testing.T) {
 		t.Fatalf("up: exit %d, calls %v, %s", code, h.engine.calls, h.err.String())
 	}
 }
+
+func TestVersion(t *testing.T) {
+	h := newHarness()
+	if code := h.run("--version"); code != ExitOK || !strings.HasPrefix(h.out.String(), "claw ") || !strings.Contains(h.out.String(), "go1") || strings.Count(h.out.String(), "\n") != 1 {
+		t.Fatalf("exit %d, %q", code, h.out.String())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/version"
 )
 
 // Exit codes, decided in Main only.
@@ -85,8 +86,10 @@ runs the pod on Docker Compose with the cllama governance proxy.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Version: version.String("claw"),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
