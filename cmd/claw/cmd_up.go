@@ -48,8 +48,19 @@ available, otherwise "docker-compose".`,
 }
 
 func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
+	p, err := opts.load(ctx, f.Env)
+	if err != nil {
+		return err
+	}
+	// The engine first: compiling reads descriptors from its images, and
+	// a pod that cannot start is better refused before anything is
+	// written.
+	eng, err := newEngine(ctx, f, p)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(f.IO.ErrOut, "claw: compiling %s\n", opts.File)
-	res, err := compileAndWrite(ctx, f, &opts.BuildOptions)
+	res, err := compileLoaded(ctx, f, p, &opts.BuildOptions)
 	if err != nil {
 		return err
 	}
@@ -62,10 +73,6 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	// cllama writes session history here; create it so the bind mount is a
 	// directory owned by the operator.
 	if err := os.MkdirAll(filepath.Join(res.Pod.Dir, compile.HistoryDir), 0o755); err != nil {
-		return err
-	}
-	eng, err := engineFor(ctx, f, res.Pod)
-	if err != nil {
 		return err
 	}
 	args := []string{"up"}

@@ -43,21 +43,37 @@ type composeEngine struct {
 // NewComposeEngine uses the command in CLAW_COMPOSE when set (for example
 // "docker-compose", "docker compose" or a path to a Compose v2 binary),
 // else detects `docker compose` (preferred) or the standalone
-// `docker-compose` (1.29 and later work with the generated file).
+// `docker-compose` (1.29 and later work with the generated file). It then
+// checks that the Docker engine answers (see enginecheck.go), so an
+// unreachable engine is one line from claw rather than compose's failure.
 func NewComposeEngine(ctx context.Context, cfg EngineConfig) (Engine, error) {
+	cmd, err := composeCommand(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ep, ok := resolveEngine(os.Getenv); ok {
+		if err := checkEngine(ctx, ep); err != nil {
+			return nil, err
+		}
+	}
+	return &composeEngine{cfg: cfg, cmd: cmd}, nil
+}
+
+// composeCommand is the compose command line to run.
+func composeCommand(ctx context.Context) ([]string, error) {
 	if explicit := strings.Fields(os.Getenv("CLAW_COMPOSE")); len(explicit) > 0 {
 		if _, err := exec.LookPath(explicit[0]); err != nil {
 			return nil, fmt.Errorf("CLAW_COMPOSE=%q: %w; set it to a Docker Compose command such as docker-compose or \"docker compose\", or unset it", os.Getenv("CLAW_COMPOSE"), err)
 		}
-		return &composeEngine{cfg: cfg, cmd: explicit}, nil
+		return explicit, nil
 	}
 	if _, err := exec.LookPath("docker"); err == nil {
 		if exec.CommandContext(ctx, "docker", "compose", "version").Run() == nil {
-			return &composeEngine{cfg: cfg, cmd: []string{"docker", "compose"}}, nil
+			return []string{"docker", "compose"}, nil
 		}
 	}
 	if _, err := exec.LookPath("docker-compose"); err == nil {
-		return &composeEngine{cfg: cfg, cmd: []string{"docker-compose"}}, nil
+		return []string{"docker-compose"}, nil
 	}
 	return nil, ErrNoCompose
 }

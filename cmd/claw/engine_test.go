@@ -22,6 +22,7 @@ func TestComposeEngineFallsBackToDockerCompose(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	t.Setenv("CLAW_COMPOSE", "")
+	t.Setenv("DOCKER_HOST", fakeDockerd(t, nil))
 	podDir := t.TempDir()
 	var out bytes.Buffer
 	eng, err := NewComposeEngine(context.Background(), EngineConfig{Dir: podDir, File: "compose.generated.yml", Project: "desk", IO: IOStreams{Out: &out, ErrOut: &out}})
@@ -56,6 +57,7 @@ func TestComposeEngineFromEnv(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	t.Setenv("CLAW_COMPOSE", "compose-v2 --ansi never")
+	t.Setenv("DOCKER_HOST", fakeDockerd(t, nil))
 	eng, err := NewComposeEngine(context.Background(), EngineConfig{Dir: t.TempDir(), File: "compose.generated.yml", Project: "desk", IO: IOStreams{Out: io.Discard, ErrOut: io.Discard}})
 	if err != nil {
 		t.Fatal(err)

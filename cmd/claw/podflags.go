@@ -48,6 +48,11 @@ func compileAndWrite(ctx context.Context, f *Factory, o *BuildOptions) (*compile
 	if err != nil {
 		return nil, err
 	}
+	return compileLoaded(ctx, f, p, o)
+}
+
+// compileLoaded compiles and writes a loaded pod, printing warnings.
+func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions) (*compile.Result, error) {
 	opts := compile.Options{CllamaImage: o.CllamaImage}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()

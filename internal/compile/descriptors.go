@@ -136,6 +136,11 @@ func readSkillInDir(dir, skill string) ([]byte, error) {
 func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*ServiceDescriptor, error) {
 	image := svc.Compose.Image
 	labels, present, err := b.opts.Images.Labels(ctx, image)
+	if errors.Is(err, ErrEngineUnreachable) {
+		// The image may carry the descriptor that decides this service's
+		// tools: compiling without it would be a different pod.
+		return nil, &pod.Error{File: "image " + image, Service: svc.Name, Problem: "cannot read the image's descriptor: " + err.Error(), Fix: "start the Docker engine (or check DOCKER_HOST), or compile without reading images (`claw compile` without --images)"}
+	}
 	if err != nil || !present {
 		return nil, err
 	}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The tests in this file run the real claw binary against a fake compose
+// command (a shell script named through CLAW_COMPOSE) and a fake or
+// unreachable Docker engine: what an operator's shell sees, without a pod.
+
+var (
+	clawBinOnce sync.Once
+	clawBinPath string
+	clawBinErr  error
+)
+
+// clawBinary builds claw once for the package's tests.
+func clawBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	clawBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "claw-bin")
+		if err != nil {
+			clawBinErr = err
+			return
+		}
+		clawBinPath = filepath.Join(dir, "claw")
+		if out, err := exec.Command("go", "build", "-o", clawBinPath, ".").CombinedOutput(); err != nil {
+			clawBinErr = &buildError{err: err, out: out}
+		}
+	})
+	if clawBinErr != nil {
+		t.Fatal(clawBinErr)
+	}
+	return clawBinPath
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
+
+// fakeDockerd serves the Docker engine API on a unix socket: GET /_ping,
+// and whatever extra handles. It returns the DOCKER_HOST value.
+func fakeDockerd(t *testing.T, extra http.Handler) string {
+	t.Helper()
+	// A short directory: unix socket paths are limited to about 100 bytes.
+	dir, err := os.MkdirTemp("", "dockerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_ping", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("OK")) })
+	if extra != nil {
+		mux.Handle("/", extra)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "unix://" + sock
+}
+
+// fakeCompose writes a compose stand-in that appends its arguments, one
+// line per call, to a record file, then runs body. It returns the value
+// for CLAW_COMPOSE and the record file.
+func fakeCompose(t *testing.T, body string) (command, record string) {
+	t.Helper()
+	dir := t.TempDir()
+	record = filepath.Join(dir, "calls")
+	command = filepath.Join(dir, "compose")
+	script := "#!/bin/sh\necho \"$*\" >> '" + record + "'\n" + body + "\n"
+	if err := os.WriteFile(command, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return command, record
+}
+
+// clawRun is one run of the binary.
+type clawRun struct {
+	code           int
+	stdout, stderr string
+}
+
+// runClawBinary runs claw in dir with env added to the test's environment.
+func runClawBinary(t *testing.T, dir string, env []string, args ...string) clawRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, clawBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := clawRun{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestUnreachableEngine: with no engine at DOCKER_HOST, the verbs that run
+// compose say so in one line and run nothing.
+func TestUnreachableEngine(t *testing.T) {
+	dir := copyPod(t)
+	compose, record := fakeCompose(t, "echo 'Traceback (most recent call last):' >&2; exit 1")
+	env := []string{"CLAW_COMPOSE=" + compose, "DOCKER_HOST=unix:///nonexistent"}
+	// ps, down and logs need a compiled pod.
+	if r := runClawBinary(t, dir, env, "compile", "-q"); r.code != 0 {
+		t.Fatalf("compile: %d %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"up", "-d"}, {"ps"}, {"down"}, {"logs"}} {
+		r := runClawBinary(t, dir, env, args...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != ExitFailure || len(lines) != 1 || !strings.Contains(lines[0], "cannot reach the Docker engine at unix:///nonexistent (DOCKER_HOST): no such socket") {
+			t.Errorf("claw %v: exit %d, stderr:\n%s", args, r.code, r.stderr)
+		}
+	}
+	if data, err := os.ReadFile(record); err == nil {
+		t.Errorf("compose ran: %s", data)
+	}
+}
