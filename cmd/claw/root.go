@@ -41,6 +41,8 @@ type Factory struct {
 	Engine func(context.Context, EngineConfig) (Engine, error)
 	// Images reads descriptors from local images (claw up, compile --images).
 	Images func() compile.ImageSource
+	// Signals routes the process's interrupts; nil in tests.
+	Signals *SignalRelay
 }
 
 // DefaultFactory wires the real process: os streams and environment, the

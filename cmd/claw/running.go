@@ -22,7 +22,7 @@ func engineFor(ctx context.Context, f *Factory, p *pod.Pod) (Engine, error) {
 // newEngine returns the compose engine of a loaded pod; creating it checks
 // that the Docker engine answers.
 func newEngine(ctx context.Context, f *Factory, p *pod.Pod) (Engine, error) {
-	return f.Engine(ctx, EngineConfig{Dir: p.Dir, File: compile.GeneratedFile, Project: ProjectName(p.Name), IO: f.IO})
+	return f.Engine(ctx, EngineConfig{Dir: p.Dir, File: compile.GeneratedFile, Project: ProjectName(p.Name), IO: f.IO, Signals: f.Signals})
 }
 
 // loadForEngine loads the pod (for its directory and name) and its engine.
