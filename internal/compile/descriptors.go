@@ -104,6 +104,7 @@ func (b *builder) fileDescriptor(service, kind, rel string) (*ServiceDescriptor,
 	if err != nil {
 		return nil, err
 	}
+	b.input(full, data)
 	sd, err := parseDescriptorBytes(service, kind, rel, data)
 	if err != nil {
 		return nil, err
