@@ -29,9 +29,11 @@ func NewCmdUp(f *Factory, runF func(context.Context, *Factory, *UpOptions) error
 	cmd := &cobra.Command{
 		Use:   "up [-f claw-pod.yml] [-d]",
 		Short: "Compile the pod and start it with Docker Compose",
-		Long: `Up compiles the pod (reading descriptors from local images too) and runs
-docker compose -f compose.generated.yml up. It uses "docker compose" when
-available, otherwise "docker-compose".`,
+		Long: `Up compiles the pod (reading descriptors from local images too), applies
+the compile to the live context cllama reads (on a running pod too: each
+changed agent switches at once), and runs docker compose -f
+compose.generated.yml up. It uses "docker compose" when available, otherwise
+"docker-compose".`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -60,12 +62,22 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "claw: compiling %s\n", opts.File)
-	res, err := compileLoaded(ctx, f, p, &opts.BuildOptions)
+	res, _, err := compileLoaded(ctx, f, p, &opts.BuildOptions)
 	if err != nil {
 		return err
 	}
 	if len(res.Pod.Unrunnable) > 0 {
 		return fmt.Errorf("%s: services %s have neither image nor build; give each an image (or a build context) to run the pod", res.Pod.File, strings.Join(res.Pod.Unrunnable, ", "))
+	}
+	// Apply the compile: a running cllama sees each changed agent switch
+	// to its new context at once (compose recreates only the containers
+	// whose configuration changed).
+	applied, err := compile.Apply(res.Pod.Dir)
+	if err != nil {
+		return fmt.Errorf("applying the compiled context: %w", err)
+	}
+	if line := appliedLine(applied); line != "" {
+		fmt.Fprintf(f.IO.ErrOut, "claw: applied: %s\n", line)
 	}
 	for i, a := range res.Agents {
 		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s); reaches %s\n", a.ID, len(a.Tools), len(a.Feeds), compile.ReachLine(res.Perimeter.Agents[i]))
@@ -84,4 +96,21 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "claw: starting pod %s with %s\n", res.Pod.Name, compile.GeneratedFile)
 	return eng.Compose(ctx, args...)
+}
+
+// appliedLine says what Apply changed; empty when nothing.
+func appliedLine(a *compile.Applied) string {
+	var parts []string
+	for _, p := range []struct {
+		what string
+		ids  []string
+	}{{"changed", a.Changed}, {"added", a.Added}, {"removed", a.Removed}} {
+		if len(p.ids) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.ids, ", "))
+		}
+	}
+	if a.Providers {
+		parts = append(parts, "providers changed")
+	}
+	return strings.Join(parts, "; ")
 }

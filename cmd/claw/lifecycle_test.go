@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -140,5 +141,75 @@ func TestUnreachableEngine(t *testing.T) {
 	}
 	if data, err := os.ReadFile(record); err == nil {
 		t.Errorf("compose ran: %s", data)
+	}
+}
+
+// liveGrants reads an agent's granted tool names from the live context,
+// the way cllama reaches it.
+func liveGrants(t *testing.T, dir, agent string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, ".claw-runtime", "context", agent, "tools.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tm struct{ Tools []struct{ Name string } }
+	if err := json.Unmarshal(data, &tm); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tm.Tools {
+		names = append(names, tool.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+// TestApplyOnUpNotOnCompile: compiling an edited pod while it runs leaves
+// the live context (what cllama reads) alone and says that `claw up`
+// applies it; `claw up` on the running pod does.
+func TestApplyOnUpNotOnCompile(t *testing.T) {
+	dir := copyPod(t)
+	compose, record := fakeCompose(t, "")
+	env := []string{"CLAW_COMPOSE=" + compose, "DOCKER_HOST=" + fakeDockerd(t, nil)}
+	if r := runClawBinary(t, dir, env, "up", "-d"); r.code != 0 {
+		t.Fatalf("up: %d %s", r.code, r.stderr)
+	}
+	wide := "trading-api.get_market_context trading-api.execute_trade"
+	if got := liveGrants(t, dir, "executor"); got != wide {
+		t.Fatalf("live grants after up: %q", got)
+	}
+	file := filepath.Join(dir, "claw-pod.yml")
+	data, _ := os.ReadFile(file)
+	edited := bytes.Replace(data, []byte("          allow: all"), []byte("          allow: [get_market_context]"), 1)
+	if bytes.Equal(edited, data) {
+		t.Fatal("the trading desk pod changed; update the edit")
+	}
+	if err := os.WriteFile(file, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runClawBinary(t, dir, env, "compile", "-q")
+	if r.code != 0 || strings.TrimSpace(r.stderr) != "claw: the pod's live context differs (executor) and stays as it is: `claw up` applies this compile" {
+		t.Fatalf("compile: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := liveGrants(t, dir, "executor"); got != wide {
+		t.Fatalf("compile changed the live grants: %q", got)
+	}
+	// The reporting verbs describe the compile, which matches the file.
+	if r := runClawBinary(t, dir, env, "inspect", "executor", "--json"); r.code != 0 || strings.Contains(r.stdout, "execute_trade") {
+		t.Fatalf("inspect: exit %d, %s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runClawBinary(t, dir, env, "up", "-d")
+	if r.code != 0 || !strings.Contains(r.stderr, "claw: applied: changed executor\n") {
+		t.Fatalf("up: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if got := liveGrants(t, dir, "executor"); got != "trading-api.get_market_context" {
+		t.Fatalf("up did not apply: %q", got)
+	}
+	calls, _ := os.ReadFile(record)
+	if n := strings.Count(string(calls), " up -d"); n != 2 {
+		t.Fatalf("compose ran up %d times: %s", n, calls)
+	}
+	// Up again with nothing new applies nothing.
+	if r := runClawBinary(t, dir, env, "up", "-d"); r.code != 0 || strings.Contains(r.stderr, "applied") {
+		t.Fatalf("up again: exit %d, stderr %s", r.code, r.stderr)
 	}
 }

@@ -42,17 +42,19 @@ func addBuildFlags(cmd *cobra.Command, o *BuildOptions) {
 	cmd.Flags().StringVar(&o.CllamaImage, "cllama-image", "", "cllama image (default: x-claw.cllama-defaults.image or "+compile.DefaultCllamaImage+")")
 }
 
-// compileAndWrite loads, compiles and writes the pod, printing warnings.
-func compileAndWrite(ctx context.Context, f *Factory, o *BuildOptions) (*compile.Result, error) {
+// compileAndStage loads, compiles and stages the pod, printing warnings.
+func compileAndStage(ctx context.Context, f *Factory, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
 	p, err := o.load(ctx, f.Env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return compileLoaded(ctx, f, p, o)
 }
 
-// compileLoaded compiles and writes a loaded pod, printing warnings.
-func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions) (*compile.Result, error) {
+// compileLoaded compiles and stages a loaded pod, printing warnings: the
+// running pod keeps its context until `claw up` applies the compile (see
+// compile.Stage).
+func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
 	opts := compile.Options{CllamaImage: o.CllamaImage}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()
@@ -60,15 +62,16 @@ func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions)
 	}
 	res, err := compile.Build(ctx, p, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
 	}
-	if err := res.Output.Write(p.Dir); err != nil {
-		return nil, fmt.Errorf("writing the compiled pod: %w", err)
+	st, err := compile.Stage(p.Dir, res)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing the compiled pod: %w", err)
 	}
-	return res, nil
+	return res, st, nil
 }
 
 // generatedPath is compose.generated.yml next to the pod file.
