@@ -146,7 +146,12 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 		nets[InternalNet] = doc{"internal": true}
 		cllama := b.cllamaService()
 		cllama["networks"] = cllamaNets
+		if pub := b.opts.PublishCllama; pub != "" {
+			cllama["ports"] = []any{fmt.Sprintf("%s:%d", pub, CllamaPort)}
+		}
 		services[CllamaService] = cllama
+	} else if b.opts.PublishCllama != "" {
+		return nil, fmt.Errorf("%s: the pod has no cllama to publish (no agent has x-claw.cllama)", b.pod.File)
 	}
 	child(root, "volumes")
 	if len(root["volumes"].(doc)) == 0 {

@@ -2,7 +2,9 @@ package compile
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -232,5 +234,44 @@ func TestApplyIsAtomicForReaders(t *testing.T) {
 	}
 	if reads.Load() == 0 {
 		t.Fatal("no reads")
+	}
+}
+
+// TestPublishCllama: cllama's port is published where asked, and the
+// generated file still loads in compose-go and docker-compose; a pod
+// without cllama has nothing to publish.
+func TestPublishCllama(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	t.Setenv("TRADING_API_TOKEN", "t")
+	res := build(t, dir, Options{PublishCllama: "127.0.0.1:18080", Rand: zeroReader{}})
+	var compose []byte
+	for _, f := range res.Output.Files {
+		if f.Path == GeneratedFile {
+			compose = f.Data
+		}
+	}
+	if !bytes.Contains(compose, []byte("    ports:\n      - 127.0.0.1:18080:8080\n")) {
+		t.Fatalf("cllama not published:\n%s", compose)
+	}
+	plain := build(t, dir, Options{Rand: zeroReader{}})
+	for _, f := range plain.Output.Files {
+		if f.Path == GeneratedFile && bytes.Contains(f.Data, []byte("ports:")) {
+			t.Fatal("published without being asked")
+		}
+	}
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		if err := res.Output.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("docker-compose", "-p", "claw-test", "-f", GeneratedFile, "config", "-q")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("docker-compose rejects the published port: %v\n%s", err, out)
+		}
+	}
+	none := t.TempDir()
+	mustWrite(t, filepath.Join(none, "claw-pod.yml"), []byte("services:\n  web:\n    image: web\n"))
+	if _, err := Build(context.Background(), loadPod(t, none), Options{PublishCllama: "127.0.0.1:18080"}); err == nil || !strings.Contains(err.Error(), "no cllama to publish") {
+		t.Fatalf("a pod without cllama: %v", err)
 	}
 }
