@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,13 +24,17 @@ type UpOptions struct {
 	Detach bool
 	// Build rebuilds images of services with a build context first.
 	Build bool
+	// Wait waits, after starting the pod in the background, until its
+	// services are ready (see waitReady); WaitTimeout bounds the wait.
+	Wait        bool
+	WaitTimeout time.Duration
 }
 
 // NewCmdUp builds `claw up`; runF replaces upRun in tests.
 func NewCmdUp(f *Factory, runF func(context.Context, *Factory, *UpOptions) error) *cobra.Command {
 	opts := &UpOptions{}
 	cmd := &cobra.Command{
-		Use:   "up [-f claw-pod.yml] [-d]",
+		Use:   "up [-f claw-pod.yml] [-d | --wait]",
 		Short: "Compile the pod and start it with Docker Compose",
 		Long: `Up compiles the pod (reading descriptors from local images too), applies
 the compile to the live context cllama reads (on a running pod too: each
@@ -46,10 +53,21 @@ compose.generated.yml up. It uses "docker compose" when available, otherwise
 	cmd.Flags().BoolVarP(&opts.Detach, "detach", "d", false, "run in the background")
 	cmd.Flags().BoolVar(&opts.Build, "build", false, "build images before starting")
 	cmd.Flags().BoolVar(&opts.Images, "images", true, "read descriptors from locally present Docker images")
+	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "start in the background, then wait until cllama and every service with a health check is healthy and the rest run")
+	cmd.Flags().DurationVar(&opts.WaitTimeout, "wait-timeout", defaultWaitTimeout, "how long --wait waits")
 	return cmd
 }
 
+// defaultWaitTimeout is --wait-timeout's default.
+const defaultWaitTimeout = 120 * time.Second
+
 func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
+	if opts.WaitTimeout <= 0 {
+		return usageErrorf("--wait-timeout %s: want a positive duration such as 2m", opts.WaitTimeout)
+	}
+	if opts.Wait {
+		opts.Detach = true
+	}
 	p, err := opts.load(ctx, f.Env)
 	if err != nil {
 		return err
@@ -95,7 +113,107 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 		args = append(args, "--build")
 	}
 	fmt.Fprintf(f.IO.ErrOut, "claw: starting pod %s with %s\n", res.Pod.Name, compile.GeneratedFile)
-	return eng.Compose(ctx, args...)
+	if opts.PublishCllama != "" {
+		addr, _ := publishAddress(opts.PublishCllama)
+		fmt.Fprintf(f.IO.ErrOut, "claw: cllama is published on the host at http://%s (OpenAI base URL http://%s/v1; an agent's token is in %s/<agent>/metadata.json)\n", addr, addr, compile.ContextDir)
+	}
+	if err := eng.Compose(ctx, args...); err != nil {
+		return err
+	}
+	if !opts.Wait {
+		return nil
+	}
+	services, err := generatedServices(res.Pod.Dir, compile.GeneratedFile)
+	if err != nil {
+		return err
+	}
+	return waitReady(ctx, eng, res.Pod.Name, services, opts.WaitTimeout, f.IO.ErrOut)
+}
+
+// waitPoll is how often --wait asks the engine.
+const waitPoll = 500 * time.Millisecond
+
+// waitReady waits until every service of the pod is ready: its
+// containers healthy when they have a health check (cllama has one),
+// running otherwise. A container that exited or turned unhealthy fails at
+// once, named; past the timeout, those not ready yet are named.
+func waitReady(ctx context.Context, eng Engine, podName string, services []string, timeout time.Duration, errOut io.Writer) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cs, err := eng.Containers(ctx)
+		if err != nil {
+			return err
+		}
+		r := readiness(services, cs)
+		if r.failed != "" {
+			return errors.New(r.failed)
+		}
+		if len(r.pending) == 0 {
+			fmt.Fprintf(errOut, "claw: pod %s is ready: %d service(s) running, %d of them healthy\n", podName, r.running, r.healthy)
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("pod %s is not ready after %s: %s; see `claw ps` and `claw logs SERVICE`", podName, timeout, strings.Join(r.pending, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(waitPoll, time.Until(deadline))):
+		}
+	}
+}
+
+// podReadiness is one look at the pod's containers.
+type podReadiness struct {
+	// pending names what is not ready yet and why; failed says what will
+	// never be.
+	pending          []string
+	failed           string
+	running, healthy int
+}
+
+func readiness(services []string, cs []Container) podReadiness {
+	var r podReadiness
+	by := map[string][]Container{}
+	for _, c := range cs {
+		by[c.Service] = append(by[c.Service], c)
+	}
+	for _, svc := range services {
+		if len(by[svc]) == 0 {
+			r.pending = append(r.pending, svc+" (no container)")
+			continue
+		}
+		for _, c := range by[svc] {
+			switch {
+			case c.State == "exited" || c.State == "dead":
+				r.failed = fmt.Sprintf("service %s exited (container %s, exit code %d); see `claw logs %s`", svc, c.Name, c.ExitCode, svc)
+				return r
+			case c.Health == "unhealthy":
+				r.failed = fmt.Sprintf("service %s is unhealthy (container %s)", svc, c.Name)
+				if c.HealthLog != "" {
+					r.failed += ": " + firstOf(c.HealthLog)
+				}
+				r.failed += fmt.Sprintf("; see `claw logs %s`", svc)
+				return r
+			case c.State != "running":
+				r.pending = append(r.pending, fmt.Sprintf("%s (%s)", svc, c.State))
+			case c.Health == "healthy":
+				r.running++
+				r.healthy++
+			case c.Health != "":
+				r.pending = append(r.pending, fmt.Sprintf("%s (health: %s)", svc, c.Health))
+			default:
+				r.running++
+			}
+		}
+	}
+	return r
+}
+
+// firstOf is the first line of s.
+func firstOf(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }
 
 // appliedLine says what Apply changed; empty when nothing.

@@ -19,6 +19,9 @@ type Engine interface {
 	// pod's compose.generated.yml with the pod's project name, streaming
 	// its output to the command's streams.
 	Compose(ctx context.Context, args ...string) error
+	// Containers lists the pod's containers as the engine reports them
+	// (state, health, ports), sorted by service.
+	Containers(ctx context.Context) ([]Container, error)
 }
 
 // EngineConfig locates the compiled pod.

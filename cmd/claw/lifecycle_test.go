@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +212,113 @@ func TestApplyOnUpNotOnCompile(t *testing.T) {
 	// Up again with nothing new applies nothing.
 	if r := runClawBinary(t, dir, env, "up", "-d"); r.code != 0 || strings.Contains(r.stderr, "applied") {
 		t.Fatalf("up again: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+// fakeDockerCLI puts a docker stand-in first on PATH: `ps` prints the ids
+// in <dir>/ids, `inspect` prints <dir>/inspect.json, `image inspect`
+// knows no image. It returns the directory to write those files to and
+// the PATH value.
+func fakeDockerCLI(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	script := `#!/bin/sh
+d=$(dirname "$0")
+case "$1" in
+ps) cat "$d/ids" ;;
+inspect) cat "$d/inspect.json" ;;
+image) echo "Error: No such image: $4" >&2; exit 1 ;;
+*) echo "unexpected docker $*" >&2; exit 1 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, dir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// inspectJSON is `docker inspect` of the trading desk's containers, with
+// cllama's health as given and the analyst in state analyst.
+func inspectJSON(cllamaHealth, analyst string) string {
+	c := func(id, svc, state, health string, code int, ports string) string {
+		h := "null"
+		if health != "" {
+			h = `{"Status":"` + health + `","Log":[{"Output":"GET /health: connection refused\n"}]}`
+		}
+		return `{"Id":"` + id + `0123456789abcdef","Name":"/trading-desk_` + svc + `_1",` +
+			`"Config":{"Labels":{"com.docker.compose.project":"trading-desk","com.docker.compose.service":"` + svc + `"}},` +
+			`"State":{"Status":"` + state + `","ExitCode":` + strconv.Itoa(code) + `,"Health":` + h + `},` +
+			`"NetworkSettings":{"Ports":` + ports + `}}`
+	}
+	code := 0
+	if analyst == "exited" {
+		code = 3
+	}
+	return "[" + strings.Join([]string{
+		c("c1", "cllama", "running", cllamaHealth, 0, `{"8080/tcp":[{"HostIp":"127.0.0.1","HostPort":"18080"}]}`),
+		c("a1", "analyst", analyst, "", code, `{}`),
+		c("e1", "executor", "running", "", 0, `{}`),
+		c("t1", "trading-api", "running", "", 0, `{"4000/tcp":null}`),
+	}, ",") + "]"
+}
+
+// TestUpWait: --wait starts the pod in the background and returns once
+// cllama is healthy and the rest run; a service that exits, or a wait
+// that runs out, is named.
+func TestUpWait(t *testing.T) {
+	dir := copyPod(t)
+	compose, record := fakeCompose(t, "")
+	docker, path := fakeDockerCLI(t)
+	env := []string{"CLAW_COMPOSE=" + compose, "DOCKER_HOST=" + fakeDockerd(t, nil), "PATH=" + path}
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(docker, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ids", "c1\na1\ne1\nt1\n")
+
+	write("inspect.json", inspectJSON("starting", "running"))
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		write("inspect.json", inspectJSON("healthy", "running"))
+	}()
+	r := runClawBinary(t, dir, env, "up", "--wait")
+	if r.code != 0 || !strings.Contains(r.stderr, "claw: pod trading-desk is ready: 4 service(s) running, 1 of them healthy\n") {
+		t.Fatalf("up --wait: exit %d\n%s", r.code, r.stderr)
+	}
+	if calls, _ := os.ReadFile(record); !strings.Contains(string(calls), " up -d") {
+		t.Fatalf("--wait did not start the pod in the background: %s", calls)
+	}
+
+	write("inspect.json", inspectJSON("starting", "exited"))
+	r = runClawBinary(t, dir, env, "up", "--wait")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "claw: service analyst exited (container trading-desk_analyst_1, exit code 3); see `claw logs analyst`") {
+		t.Fatalf("an exited service: exit %d\n%s", r.code, r.stderr)
+	}
+
+	write("inspect.json", inspectJSON("unhealthy", "running"))
+	r = runClawBinary(t, dir, env, "up", "--wait")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "claw: service cllama is unhealthy (container trading-desk_cllama_1): GET /health: connection refused; see `claw logs cllama`") {
+		t.Fatalf("an unhealthy cllama: exit %d\n%s", r.code, r.stderr)
+	}
+
+	write("inspect.json", inspectJSON("starting", "running"))
+	start := time.Now()
+	r = runClawBinary(t, dir, env, "up", "--wait", "--wait-timeout", "1s")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "claw: pod trading-desk is not ready after 1s: cllama (health: starting)") {
+		t.Fatalf("timeout: exit %d\n%s", r.code, r.stderr)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the wait took %s", took)
+	}
+
+	// ps --json reads the same.
+	r = runClawBinary(t, dir, env, "ps", "--json")
+	var doc psDocument
+	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil {
+		t.Fatalf("ps --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if len(doc.Services) != 4 || doc.Services[1].Name != "cllama" || doc.Services[1].Health != "starting" || doc.Services[1].Ports[0].Published != "127.0.0.1:18080" || doc.Services[3].Ports[0] != (Port{Target: "4000/tcp"}) {
+		t.Fatalf("ps --json:\n%s", r.stdout)
 	}
 }

@@ -34,6 +34,8 @@ type logEngine struct {
 	calls [][]string
 }
 
+func (e *logEngine) Containers(context.Context) ([]Container, error) { return nil, nil }
+
 func (e *logEngine) Compose(_ context.Context, args ...string) error {
 	e.calls = append(e.calls, args)
 	if e.fail != nil {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -35,11 +37,31 @@ type BuildOptions struct {
 	CllamaImage string
 	// Images reads descriptors from local images.
 	Images bool
+	// PublishCllama is --publish-cllama as given: [HOST:]PORT.
+	PublishCllama string
 }
 
 func addBuildFlags(cmd *cobra.Command, o *BuildOptions) {
 	addPodFlags(cmd, &o.PodOptions)
 	cmd.Flags().StringVar(&o.CllamaImage, "cllama-image", "", "cllama image (default: x-claw.cllama-defaults.image or "+compile.DefaultCllamaImage+")")
+	cmd.Flags().StringVar(&o.PublishCllama, "publish-cllama", "", "publish cllama's port on the host at [HOST:]PORT (HOST default 127.0.0.1), to reach it while testing")
+}
+
+// publishAddress checks --publish-cllama's [HOST:]PORT and returns
+// HOST:PORT, HOST an IPv4 address, 127.0.0.1 when omitted (the host
+// only, not the network).
+func publishAddress(v string) (string, error) {
+	host, port := "127.0.0.1", v
+	if h, p, err := net.SplitHostPort(v); err == nil {
+		host, port = h, p
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", usageErrorf("--publish-cllama %q: want [HOST:]PORT with PORT from 1 to 65535, e.g. 18080 or 127.0.0.1:18080", v)
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.To4() == nil {
+		return "", usageErrorf("--publish-cllama %q: HOST must be an IPv4 address, e.g. 127.0.0.1 (the default) or 0.0.0.0", v)
+	}
+	return host + ":" + port, nil
 }
 
 // compileAndStage loads, compiles and stages the pod, printing warnings.
@@ -56,6 +78,13 @@ func compileAndStage(ctx context.Context, f *Factory, o *BuildOptions) (*compile
 // compile.Stage).
 func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
 	opts := compile.Options{CllamaImage: o.CllamaImage}
+	if o.PublishCllama != "" {
+		addr, err := publishAddress(o.PublishCllama)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.PublishCllama = addr
+	}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()
 		opts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", msg) }

@@ -103,7 +103,13 @@ runs the pod on Docker Compose with the cllama governance proxy.`,
 	sort.Strings(names)
 	for _, n := range names {
 		cmd := verbs[n](f)
-		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+		cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+			if c.Name() == "logs" && strings.Contains(err.Error(), "'f' in -f") {
+				// -f is the pod file here too, not compose's follow.
+				err = fmt.Errorf("%w; -f names the pod file in every claw verb (to follow the logs, use --follow)", err)
+			}
+			return &UsageError{Err: err}
+		})
 		root.AddCommand(cmd)
 	}
 	return root
