@@ -275,3 +275,18 @@ func TestPublishCllama(t *testing.T) {
 		t.Fatalf("a pod without cllama: %v", err)
 	}
 }
+
+// TestCllamaStopGrace: compose waits for cllama's drain, as the pod sets
+// it, before killing the container.
+func TestCllamaStopGrace(t *testing.T) {
+	for env, want := range map[string]string{"": "35s", "CLLAMA_SHUTDOWN_TIMEOUT: 90s": "95s", "CLLAMA_SHUTDOWN_TIMEOUT: 1500ms": "7s", "CLLAMA_SHUTDOWN_TIMEOUT: bogus": "35s"} {
+		dir := t.TempDir()
+		mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte("x-claw:\n  cllama-defaults:\n    env: {"+env+"}\nservices:\n  a:\n    image: a\n    x-claw: {cllama: passthrough}\n"))
+		res := build(t, dir, Options{Rand: zeroReader{}})
+		for _, f := range res.Output.Files {
+			if f.Path == GeneratedFile && !bytes.Contains(f.Data, []byte("stop_grace_period: "+want+"\n")) {
+				t.Errorf("%q: want stop_grace_period %s:\n%s", env, want, f.Data)
+			}
+		}
+	}
+}
