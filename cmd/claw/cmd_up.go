@@ -87,6 +87,9 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	if len(res.Pod.Unrunnable) > 0 {
 		return fmt.Errorf("%s: services %s have neither image nor build; give each an image (or a build context) to run the pod", res.Pod.File, strings.Join(res.Pod.Unrunnable, ", "))
 	}
+	for i, a := range res.Agents {
+		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s); reaches %s\n", a.ID, len(a.Tools), len(a.Feeds), compile.ReachLine(res.Perimeter.Agents[i]))
+	}
 	// Apply the compile: a running cllama sees each changed agent switch
 	// to its new context at once (compose recreates only the containers
 	// whose configuration changed).
@@ -96,9 +99,6 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	}
 	if line := appliedLine(applied); line != "" {
 		fmt.Fprintf(f.IO.ErrOut, "claw: applied: %s\n", line)
-	}
-	for i, a := range res.Agents {
-		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s); reaches %s\n", a.ID, len(a.Tools), len(a.Feeds), compile.ReachLine(res.Perimeter.Agents[i]))
 	}
 	// cllama writes session history here; create it so the bind mount is a
 	// directory owned by the operator.

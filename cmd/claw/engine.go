@@ -124,6 +124,9 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 		switch {
 		case forced:
 			return fmt.Errorf("%s: stopped by force on a second interrupt (its containers were killed)", what)
+		case exitCode(err) == 130:
+			// Compose v2's status after an interrupt (128 + SIGINT).
+			return fmt.Errorf("%s: stopped on an interrupt (exit status 130)", what)
 		case watch.seen:
 			return fmt.Errorf("%s: %w\n%s", what, err, poolHint)
 		}
