@@ -286,3 +286,23 @@ func TestComposeInterruptedOnCancel(t *testing.T) {
 		t.Fatalf("compose ran on a cancelled context: %v", err)
 	}
 }
+
+// TestCtrlCWithOutputIntoAPipe: `claw up | tee log` (or a pager): the
+// terminal stays with claw's group, where the pipe's reader may need it;
+// a Ctrl-C reaches claw, which forwards it to compose once.
+func TestCtrlCWithOutputIntoAPipe(t *testing.T) {
+	var out syncBuffer
+	start, master := inTerminal(t, &out)
+	var piped bytes.Buffer
+	pipedStart := func(cmd *exec.Cmd) {
+		start(cmd)
+		cmd.Stdout = &piped
+	}
+	signals, groups, code := upUnderInterrupts(t, pipedStart, pressCtrlC(t, master, 1))
+	if groups.own == groups.claw || groups.own == groups.foreground || groups.foreground != groups.claw {
+		t.Errorf("compose runs in group %d, claw in %d, the terminal's foreground is %d: the terminal should stay with claw", groups.own, groups.claw, groups.foreground)
+	}
+	if strings.Join(signals, " ") != "INT" || code != 0 {
+		t.Fatalf("compose received %v, claw exited %d; output:\n%s%s", signals, code, out.String(), piped.String())
+	}
+}
