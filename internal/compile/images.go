@@ -95,9 +95,12 @@ func firstLine(stderr string, err error) string {
 // a tar stream and removes the container. The stream is read up to the
 // file limit only (a path may name a huge file or a directory such as /).
 func (d DockerImages) ReadFile(ctx context.Context, image, path string) ([]byte, error) {
-	out, err := exec.CommandContext(ctx, d.bin(), "create", image, "/claw-describe-probe").Output()
+	create := exec.CommandContext(ctx, d.bin(), "create", image, "/claw-describe-probe")
+	createErr := &headWriter{max: 4 << 10}
+	create.Stderr = createErr
+	out, err := create.Output()
 	if err != nil {
-		return nil, fmt.Errorf("docker create %s: %w", image, err)
+		return nil, fmt.Errorf("docker create %s: %s", image, firstLine(strings.TrimSpace(createErr.String()), err))
 	}
 	id := strings.TrimSpace(string(out))
 	defer func() {
