@@ -136,7 +136,7 @@ func Stage(dir string, res *Result) (*Staged, error) {
 	if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(RecordFile)), append(data, '\n'), modeSecret); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ProvidersFile))); errors.Is(err, fs.ErrNotExist) {
+	if !hasLive(dir) {
 		if _, err := Apply(dir); err != nil {
 			return nil, err
 		}
@@ -147,6 +147,22 @@ func Stage(dir string, res *Result) (*Staged, error) {
 		return nil, err
 	}
 	return &Staged{Pending: pending}, nil
+}
+
+// hasLive reports whether the pod directory dir has a live context: a
+// providers.json or an agent entry, applied by a claw (or written in place
+// by an earlier one).
+func hasLive(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ProvidersFile))); err == nil {
+		return true
+	}
+	des, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(ContextDir)))
+	for _, de := range des {
+		if manifest.ValidAgentID(de.Name()) {
+			return true
+		}
+	}
+	return false
 }
 
 // Applied is the outcome of Apply: the agents whose live context changed.
