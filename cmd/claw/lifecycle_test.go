@@ -26,6 +26,14 @@ var (
 	clawBinErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if clawBinPath != "" {
+		os.RemoveAll(filepath.Dir(clawBinPath))
+	}
+	os.Exit(code)
+}
+
 // clawBinary builds claw once for the package's tests.
 func clawBinary(t *testing.T) string {
 	t.Helper()
