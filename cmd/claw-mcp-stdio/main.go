@@ -23,15 +23,23 @@ import (
 	"syscall"
 
 	"github.com/clawdapus/clawgo/internal/mcpstdio"
+	"github.com/clawdapus/clawgo/internal/version"
 )
 
 func main() {
 	os.Exit(Main(os.Args[1:], os.Getenv, os.Stderr))
 }
 
+// stdout receives -version's line.
+var stdout io.Writer = os.Stdout
+
 // Main parses flags over the environment, runs the wrapper until SIGTERM or
 // SIGINT, and returns the exit code.
 func Main(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-version" || args[0] == "--version") {
+		fmt.Fprintln(stdout, version.String("claw-mcp-stdio"))
+		return 0
+	}
 	cfg, err := parse(args, getenv, stderr)
 	if err == flag.ErrHelp {
 		return 0
@@ -64,7 +72,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (mcpstdi
 	fs := flag.NewFlagSet("claw-mcp-stdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: claw-mcp-stdio [flags] [-- command [args...]]")
+		fmt.Fprintln(stderr, "usage: claw-mcp-stdio [flags] [-- command [args...]]\n       claw-mcp-stdio -version")
 		fs.PrintDefaults()
 	}
 	command := fs.String("command", cfg.Command, "stdio MCP server command (env "+mcpstdio.EnvCommand+")")

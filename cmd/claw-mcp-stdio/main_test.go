@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +51,20 @@ func TestMainRejectsBadConfig(t *testing.T) {
 	}
 	if code := Main([]string{"-args", "not json", "x"}, none, io.Discard); code != 2 {
 		t.Errorf("bad args: exit %d, want 2", code)
+	}
+}
+
+// -version prints one line naming the program and exits 0, with no
+// command configured.
+func TestMainVersion(t *testing.T) {
+	var out strings.Builder
+	stdout = &out
+	t.Cleanup(func() { stdout = os.Stdout })
+	none := func(string) string { return "" }
+	for _, arg := range []string{"-version", "--version"} {
+		out.Reset()
+		if code := Main([]string{arg}, none, io.Discard); code != 0 || !strings.HasPrefix(out.String(), "claw-mcp-stdio ") || !strings.Contains(out.String(), "go1") {
+			t.Errorf("%s: exit %d, %q", arg, code, out.String())
+		}
 	}
 }

@@ -169,9 +169,9 @@ func readAuditLog(ctx context.Context, f *Factory, cp *compiledPod, pod, log str
 	src.Log = "docker compose logs " + compile.CllamaService
 	pr, pw := io.Pipe()
 	eng, err := f.Engine(ctx, EngineConfig{Dir: cp.Dir, File: compile.GeneratedFile, Project: ProjectName(pod),
-		IO: IOStreams{In: nil, Out: pw, ErrOut: f.IO.ErrOut}})
+		IO: IOStreams{In: nil, Out: pw, ErrOut: f.IO.ErrOut}, Signals: f.Signals})
 	if err != nil {
-		return nil, auditlog.ReadStats{}, fmt.Errorf("reading cllama's audit log: %w; or pass --log FILE (saved with `claw logs --file %s cllama > FILE`)", err, cp.File)
+		return nil, auditlog.ReadStats{}, fmt.Errorf("reading cllama's audit log: %w; or pass --log FILE (saved with `claw logs -f %s cllama > FILE`)", err, cp.File)
 	}
 	go func() { pw.CloseWithError(eng.Compose(ctx, "logs", "--no-color", compile.CllamaService)) }()
 	events, st, err := auditlog.ReadAll(pr)

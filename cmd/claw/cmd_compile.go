@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,12 +35,15 @@ func NewCmdCompile(f *Factory, runF func(context.Context, *Factory, *CompileOpti
 		Use:   "compile [-f claw-pod.yml]",
 		Short: "Compile the pod into per-agent context and compose.generated.yml (no Docker)",
 		Long: `Compile reads the pod file and its services' descriptors and writes:
-  .claw-runtime/context/<agent>/  metadata.json AGENTS.md CLAWDAPUS.md tools.json
-                                  feeds.json service-auth/ skills/
-  .claw-auth/providers.json
   compose.generated.yml
-It touches no Docker unless --images is given, and prints what each agent may
-call (presented -> canonical tool names) and read (feeds). Usable in CI.
+  .claw-runtime/staging/context/<agent>/  metadata.json AGENTS.md CLAWDAPUS.md
+                                          tools.json feeds.json service-auth/ skills/
+  .claw-runtime/staging/auth/providers.json
+The staged context becomes the live one (.claw-runtime/context, .claw-auth),
+which cllama reads, when ` + "`claw up`" + ` applies it; a pod never run gets it at
+once. It touches no Docker unless --images is given, and prints what each
+agent may call (presented -> canonical tool names) and read (feeds). Usable
+in CI.
 
 --target kubernetes also renders the pod as Kubernetes manifests in -o DIR
 (default k8s/ beside the pod file): a namespace named after the pod,
@@ -69,13 +73,20 @@ func compileRun(ctx context.Context, f *Factory, opts *CompileOptions) error {
 	case opts.Output != "" && opts.Target != kube.Target:
 		return usageErrorf("--output is for --target %s", kube.Target)
 	}
-	res, err := compileAndWrite(ctx, f, &opts.BuildOptions)
+	res, st, err := compileAndStage(ctx, f, &opts.BuildOptions)
 	if err != nil {
 		return err
 	}
 	if !opts.Quiet {
 		fmt.Fprint(f.IO.Out, compile.Summary(res))
-		fmt.Fprintf(f.IO.Out, "\nwrote %d files (%s, %s, %s)\n", len(res.Output.Files), compile.ContextDir, compile.ProvidersFile, compile.GeneratedFile)
+		where := fmt.Sprintf("%s; context and providers staged in %s", compile.GeneratedFile, compile.StagingDir)
+		if st.Applied {
+			where = fmt.Sprintf("%s, %s, %s", compile.ContextDir, compile.ProvidersFile, compile.GeneratedFile)
+		}
+		fmt.Fprintf(f.IO.Out, "\nwrote %d files (%s)\n", len(res.Output.Files), where)
+	}
+	if len(st.Pending) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "claw: the pod's live context differs (%s) and stays as it is: `claw up` applies this compile\n", strings.Join(st.Pending, ", "))
 	}
 	if opts.Target == kube.Target {
 		return renderKube(f, opts, res)

@@ -81,7 +81,7 @@ func inspectRun(ctx context.Context, f *Factory, opts *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := inspect.Build(res, cp.Dir, cp.Compiled)
+	rep, err := inspect.Build(res, inspect.Disk{Dir: cp.Dir, ContextDir: cp.ContextDir, Changed: cp.changed})
 	if err != nil {
 		return err
 	}

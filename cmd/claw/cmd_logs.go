@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/clawdapus/clawgo/internal/compile"
 )
 
 func init() { registerVerb("logs", func(f *Factory) *cobra.Command { return NewCmdLogs(f, nil) }) }
@@ -23,9 +29,12 @@ type LogsOptions struct {
 func NewCmdLogs(f *Factory, runF func(context.Context, *Factory, *LogsOptions) error) *cobra.Command {
 	opts := &LogsOptions{}
 	cmd := &cobra.Command{
-		Use:   "logs [service] [-f]",
+		Use:   "logs [service] [-f claw-pod.yml] [--follow] [--tail N]",
 		Short: "Show the logs of the pod's containers",
-		Args:  maxArgs(1),
+		Long: `Logs shows the logs of the pod's containers, or of one service (an agent
+replica is a service of its own; cllama is one too). As in every claw verb,
+-f names the pod file; following the output is --follow.`,
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Service = args[0]
@@ -36,17 +45,32 @@ func NewCmdLogs(f *Factory, runF func(context.Context, *Factory, *LogsOptions) e
 			return logsRun(cmd.Context(), f, opts)
 		},
 	}
-	// -f is --follow here, as in docker compose logs; the pod file is
-	// --file.
-	cmd.Flags().StringVar(&opts.File, "file", "claw-pod.yml", "pod file")
-	cmd.Flags().StringSliceVar(&opts.Profiles, "profile", nil, "compose profile to enable (repeatable)")
-	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "follow log output")
+	addPodFlags(cmd, &opts.PodOptions)
+	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "follow log output")
 	cmd.Flags().StringVar(&opts.Tail, "tail", "", "number of lines to show from the end of each log")
 	return cmd
 }
 
 func logsRun(ctx context.Context, f *Factory, opts *LogsOptions) error {
-	eng, err := loadForEngine(ctx, f, &opts.PodOptions)
+	if _, err := os.Stat(opts.File); errors.Is(err, os.ErrNotExist) && opts.File != "" {
+		// `claw logs -f cllama` from the habit of `docker compose logs -f`.
+		return usageErrorf("-f %s: no such pod file; -f names the pod file in every claw verb (to follow the logs, use --follow)", opts.File)
+	}
+	p, err := opts.load(ctx, f.Env)
+	if err != nil {
+		return err
+	}
+	if opts.Service != "" {
+		// Known without the engine: the generated file's services.
+		if services, err := generatedServices(p.Dir, compile.GeneratedFile); err == nil && !slices.Contains(services, opts.Service) {
+			hint := ""
+			if fi, err := os.Stat(opts.Service); err == nil && !fi.IsDir() {
+				hint = "; to name the pod file, use -f " + opts.Service
+			}
+			return usageErrorf("%s: no service %q in the pod (services: %s)%s", opts.File, opts.Service, strings.Join(services, ", "), hint)
+		}
+	}
+	eng, err := engineFor(ctx, f, p)
 	if err != nil {
 		return err
 	}

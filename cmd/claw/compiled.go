@@ -14,8 +14,10 @@ import (
 
 // ErrStale is returned by the reporting verbs (audit, inspect, history)
 // when the pod file changed after the pod was compiled: what they would
-// report no longer describes the file the operator is looking at.
-var ErrStale = errors.New("the pod file is newer than its compiled output")
+// report no longer describes the file the operator is looking at. The pod
+// file's content decides, not its modification time (a touched file is
+// not a changed one).
+var ErrStale = errors.New("the pod file changed since it was compiled")
 
 // ErrNotCompiled is returned when the pod has no compiled output.
 var ErrNotCompiled = errors.New("the pod has not been compiled")
@@ -26,9 +28,14 @@ var ErrNotCompiled = errors.New("the pod has not been compiled")
 type compiledPod struct {
 	// File is the pod file as given; Dir its absolute directory.
 	File, Dir string
-	// Compiled is compose.generated.yml's modification time (compile
-	// refreshes it on every run).
+	// Compiled is when the pod was compiled.
 	Compiled time.Time
+	// ContextDir is the compiled agents' context directory, relative to
+	// Dir: the staged compile, or for a pod compiled by an earlier claw
+	// (no record) the context it wrote in place.
+	ContextDir string
+	// Record is the staged compile's record; nil for an earlier claw's.
+	Record *compile.Record
 	// Agents are the compiled agent ids, sorted.
 	Agents []string
 	// Name is the pod name recorded in the agents' metadata.json; empty
@@ -36,8 +43,8 @@ type compiledPod struct {
 	Name string
 }
 
-// openCompiled locates the generated files of the pod file and refuses a
-// pod file newer than them.
+// openCompiled locates the compiled files of the pod file and refuses a
+// pod file that changed since.
 func openCompiled(file string) (*compiledPod, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -56,18 +63,35 @@ func openCompiled(file string) (*compiledPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp.Compiled = gi.ModTime()
-	if fi.ModTime().After(gi.ModTime()) {
-		return nil, fmt.Errorf("%s: %w (changed %s, compiled %s); run `claw compile -f %s` to refresh it, then retry",
-			file, ErrStale, fi.ModTime().UTC().Format(time.RFC3339), gi.ModTime().UTC().Format(time.RFC3339), file)
+	refresh := fmt.Sprintf("run `claw compile -f %s` to refresh it, then retry", file)
+	rec, err := compile.ReadRecord(cp.Dir)
+	switch {
+	case err == nil:
+		cp.Record, cp.Compiled, cp.ContextDir = rec, rec.Compiled, compile.StagedContextDir
+		name := filepath.Base(abs)
+		if rec.PodFile != name {
+			return nil, fmt.Errorf("%s: %w (the compiled pod is %s's); %s", file, ErrStale, rec.PodFile, refresh)
+		}
+		if d, err := compile.FileDigest(abs); err != nil || d != rec.Inputs[name] {
+			return nil, fmt.Errorf("%s: %w (compiled %s); %s", file, ErrStale, rec.Compiled.Format(time.RFC3339), refresh)
+		}
+	case errors.Is(err, os.ErrNotExist):
+		// Compiled by a claw that recorded no digests: go by time.
+		cp.Compiled, cp.ContextDir = gi.ModTime(), compile.ContextDir
+		if fi.ModTime().After(gi.ModTime()) {
+			return nil, fmt.Errorf("%s: %w (changed %s, compiled %s); %s",
+				file, ErrStale, fi.ModTime().UTC().Format(time.RFC3339), gi.ModTime().UTC().Format(time.RFC3339), refresh)
+		}
+	default:
+		return nil, fmt.Errorf("%s: %w; %s", file, err, refresh)
 	}
-	ctxDir := filepath.Join(cp.Dir, filepath.FromSlash(compile.ContextDir))
+	ctxDir := filepath.Join(cp.Dir, filepath.FromSlash(cp.ContextDir))
 	des, err := os.ReadDir(ctxDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	for _, de := range des {
-		if !de.IsDir() || !manifest.ValidAgentID(de.Name()) {
+		if !manifest.ValidAgentID(de.Name()) {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(ctxDir, de.Name(), "metadata.json"))
@@ -81,6 +105,23 @@ func openCompiled(file string) (*compiledPod, error) {
 	}
 	sort.Strings(cp.Agents)
 	return cp, nil
+}
+
+// changed reports whether a file the compile read (relative to the pod
+// directory) differs now; without a record, whether it was modified after
+// the compile.
+func (cp *compiledPod) changed(rel string) bool {
+	full := filepath.Join(cp.Dir, filepath.FromSlash(rel))
+	if cp.Record != nil {
+		want, ok := cp.Record.Inputs[rel]
+		if !ok {
+			return false
+		}
+		got, err := compile.FileDigest(full)
+		return err != nil || got != want
+	}
+	fi, err := os.Stat(full)
+	return err == nil && fi.ModTime().After(cp.Compiled)
 }
 
 // historyDir is the pod's session-history directory.
@@ -107,7 +148,7 @@ func trimPath(err error) error {
 func (cp *compiledPod) toolReadOnly() func(agent, tool string) (bool, bool) {
 	byAgent := map[string]map[string]bool{}
 	for _, id := range cp.Agents {
-		data, err := os.ReadFile(filepath.Join(cp.Dir, filepath.FromSlash(compile.ContextDir), id, "tools.json"))
+		data, err := os.ReadFile(filepath.Join(cp.Dir, filepath.FromSlash(cp.ContextDir), id, "tools.json"))
 		if err != nil {
 			continue
 		}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"time"
 )
 
 // Engine runs Docker Compose against a compiled pod. This file is the only
@@ -20,6 +19,9 @@ type Engine interface {
 	// pod's compose.generated.yml with the pod's project name, streaming
 	// its output to the command's streams.
 	Compose(ctx context.Context, args ...string) error
+	// Containers lists the pod's containers as the engine reports them
+	// (state, health, ports), sorted by service.
+	Containers(ctx context.Context) ([]Container, error)
 }
 
 // EngineConfig locates the compiled pod.
@@ -29,6 +31,9 @@ type EngineConfig struct {
 	// Project is the compose project name.
 	Project string
 	IO      IOStreams
+	// Signals, when set, hands the interrupts claw receives to compose
+	// while it runs.
+	Signals *SignalRelay
 }
 
 // ErrNoCompose is returned when neither `docker compose` nor
@@ -43,45 +48,156 @@ type composeEngine struct {
 // NewComposeEngine uses the command in CLAW_COMPOSE when set (for example
 // "docker-compose", "docker compose" or a path to a Compose v2 binary),
 // else detects `docker compose` (preferred) or the standalone
-// `docker-compose` (1.29 and later work with the generated file).
+// `docker-compose` (1.29 and later work with the generated file). It then
+// checks that the Docker engine answers (see enginecheck.go), so an
+// unreachable engine is one line from claw rather than compose's failure.
 func NewComposeEngine(ctx context.Context, cfg EngineConfig) (Engine, error) {
+	cmd, err := composeCommand(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ep, ok := resolveEngine(os.Getenv); ok {
+		if err := checkEngine(ctx, ep); err != nil {
+			return nil, err
+		}
+	}
+	return &composeEngine{cfg: cfg, cmd: cmd}, nil
+}
+
+// composeCommand is the compose command line to run.
+func composeCommand(ctx context.Context) ([]string, error) {
 	if explicit := strings.Fields(os.Getenv("CLAW_COMPOSE")); len(explicit) > 0 {
 		if _, err := exec.LookPath(explicit[0]); err != nil {
 			return nil, fmt.Errorf("CLAW_COMPOSE=%q: %w; set it to a Docker Compose command such as docker-compose or \"docker compose\", or unset it", os.Getenv("CLAW_COMPOSE"), err)
 		}
-		return &composeEngine{cfg: cfg, cmd: explicit}, nil
+		return explicit, nil
 	}
 	if _, err := exec.LookPath("docker"); err == nil {
 		if exec.CommandContext(ctx, "docker", "compose", "version").Run() == nil {
-			return &composeEngine{cfg: cfg, cmd: []string{"docker", "compose"}}, nil
+			return []string{"docker", "compose"}, nil
 		}
 	}
 	if _, err := exec.LookPath("docker-compose"); err == nil {
-		return &composeEngine{cfg: cfg, cmd: []string{"docker-compose"}}, nil
+		return []string{"docker-compose"}, nil
 	}
 	return nil, ErrNoCompose
 }
 
 func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	full := append([]string{}, e.cmd[1:]...)
 	full = append(full, "-p", e.cfg.Project, "-f", e.cfg.File)
 	full = append(full, args...)
-	cmd := exec.CommandContext(ctx, e.cmd[0], full...)
+	cmd := exec.Command(e.cmd[0], full...)
 	cmd.Dir = e.cfg.Dir
 	cmd.Env = append(os.Environ(), operatorEnv()...)
 	watch := &poolWatch{w: e.cfg.IO.ErrOut}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, watch
-	// On cancellation (Ctrl-C) let compose stop the pod gracefully: it gets
-	// SIGINT, as from a terminal, and a grace period before it is killed.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = composeGrace
-	if err := cmd.Run(); err != nil {
-		if watch.seen {
-			return fmt.Errorf("%s %s: %w\n%s", strings.Join(e.cmd, " "), strings.Join(args, " "), err, poolHint)
+	force := &forceFilter{w: watch}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, force
+	// Interrupts reach compose once each (see procgroup_unix.go): compose
+	// stops the pod gracefully on the first and forces on the second.
+	group := newComposeGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		group.restore()
+		return fmt.Errorf("%s: %w", strings.Join(e.cmd, " "), err)
+	}
+	detach := e.cfg.Signals.Attach(func(sig os.Signal) { _ = cmd.Process.Signal(sig) })
+	// A context cancelled for another reason than a signal (the relay
+	// forwards those) interrupts compose once, as a signal would.
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(os.Interrupt)
+		case <-exited:
 		}
-		return fmt.Errorf("%s %s: %w", strings.Join(e.cmd, " "), strings.Join(args, " "), err)
+	}()
+	err := cmd.Wait()
+	close(exited)
+	detach()
+	group.restore()
+	forced := force.finish(exitCode(err))
+	if err != nil {
+		what := fmt.Sprintf("%s %s", strings.Join(e.cmd, " "), strings.Join(args, " "))
+		switch {
+		case forced:
+			return fmt.Errorf("%s: stopped by force on a second interrupt (its containers were killed)", what)
+		case exitCode(err) == 130:
+			// Compose v2's status after an interrupt (128 + SIGINT).
+			return fmt.Errorf("%s: stopped on an interrupt (exit status 130)", what)
+		case watch.seen:
+			return fmt.Errorf("%s: %w\n%s", what, err, poolHint)
+		}
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// exitCode is a finished command's exit status, -1 when it did not exit
+// normally, 0 without error.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// forceFilter passes compose's stderr through but holds back a line that
+// is only "2": docker-compose 1.29, killing the containers on a second
+// interrupt, logs its own exit status (2) as a line of its own. When
+// compose then exits with status 2 the line is dropped (claw says what
+// happened instead); otherwise it is written after all.
+type forceFilter struct {
+	w       io.Writer
+	held    bool
+	midLine bool
+}
+
+const forceLine = "2\n"
+
+func (f *forceFilter) Write(b []byte) (int, error) {
+	n := len(b)
+	if f.held {
+		f.held = false
+		if _, err := io.WriteString(f.w, forceLine); err != nil {
+			return 0, err
+		}
+	}
+	if !f.midLine && string(b) == forceLine {
+		f.held = true
+		return n, nil
+	}
+	if bytes.HasSuffix(b, []byte("\n"+forceLine)) {
+		b = b[:len(b)-len(forceLine)]
+		f.held = true
+	}
+	if len(b) > 0 {
+		f.midLine = b[len(b)-1] != '\n'
+	}
+	if _, err := f.w.Write(b); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// finish settles a held line once compose exited with code; it reports
+// whether compose stopped by force.
+func (f *forceFilter) finish(code int) bool {
+	if !f.held {
+		return false
+	}
+	f.held = false
+	if code == 2 {
+		return true
+	}
+	_, _ = io.WriteString(f.w, forceLine)
+	return false
 }
 
 // poolHint explains the engine running out of address pools: every agent
@@ -125,9 +241,6 @@ func operatorEnv() []string {
 	}
 	return env
 }
-
-// composeGrace is how long compose may take to stop after an interrupt.
-const composeGrace = 30 * time.Second
 
 var projectUnsafe = regexp.MustCompile(`[^a-z0-9_-]+`)
 

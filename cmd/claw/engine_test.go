@@ -22,6 +22,7 @@ func TestComposeEngineFallsBackToDockerCompose(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	t.Setenv("CLAW_COMPOSE", "")
+	t.Setenv("DOCKER_HOST", fakeDockerd(t, nil))
 	podDir := t.TempDir()
 	var out bytes.Buffer
 	eng, err := NewComposeEngine(context.Background(), EngineConfig{Dir: podDir, File: "compose.generated.yml", Project: "desk", IO: IOStreams{Out: &out, ErrOut: &out}})
@@ -56,6 +57,7 @@ func TestComposeEngineFromEnv(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	t.Setenv("CLAW_COMPOSE", "compose-v2 --ansi never")
+	t.Setenv("DOCKER_HOST", fakeDockerd(t, nil))
 	eng, err := NewComposeEngine(context.Background(), EngineConfig{Dir: t.TempDir(), File: "compose.generated.yml", Project: "desk", IO: IOStreams{Out: io.Discard, ErrOut: io.Discard}})
 	if err != nil {
 		t.Fatal(err)
@@ -101,5 +103,34 @@ func TestPoolWatch(t *testing.T) {
 	_, _ = w.Write([]byte("Creating network \"pod_default\" with the default driver\n"))
 	if w.seen {
 		t.Fatal("an ordinary line was taken for exhaustion")
+	}
+}
+
+// TestForceFilter: docker-compose 1.29's bare "2" before exit status 2 is
+// dropped; a "2" that is output like any other is kept.
+func TestForceFilter(t *testing.T) {
+	for _, tc := range []struct {
+		writes []string
+		code   int
+		want   string
+		forced bool
+	}{
+		{[]string{"Killing pod_a_1 ... done\n", "2\n"}, 2, "Killing pod_a_1 ... done\n", true},
+		{[]string{"Killing pod_a_1 ... done\n2\n"}, 2, "Killing pod_a_1 ... done\n", true},
+		{[]string{"2\n", "more\n"}, 2, "2\nmore\n", false},
+		{[]string{"count: ", "2\n"}, 2, "count: 2\n", false},
+		{[]string{"x\n", "2\n"}, 1, "x\n2\n", false},
+		{[]string{"x\n", "12\n"}, 2, "x\n12\n", false},
+	} {
+		var out strings.Builder
+		f := &forceFilter{w: &out}
+		for _, w := range tc.writes {
+			if n, err := f.Write([]byte(w)); err != nil || n != len(w) {
+				t.Fatalf("write %q: %d, %v", w, n, err)
+			}
+		}
+		if forced := f.finish(tc.code); forced != tc.forced || out.String() != tc.want {
+			t.Errorf("%q exit %d: forced %v, output %q; want %v, %q", tc.writes, tc.code, forced, out.String(), tc.forced, tc.want)
+		}
 	}
 }

@@ -6,14 +6,16 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 func main() {
-	// Signals become cancellation here, and only here.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], DefaultFactory())
-	stop()
+	// Signals are handled here, and only here: an interrupt cancels the
+	// context, or goes to compose while it runs (see SignalRelay).
+	ctx, cancel := context.WithCancel(context.Background())
+	f := DefaultFactory()
+	f.Signals = NewSignalRelay(cancel)
+	code := Main(ctx, os.Args[1:], f)
+	f.Signals.Stop()
+	cancel()
 	os.Exit(code)
 }

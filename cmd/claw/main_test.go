@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +18,19 @@ const podCase = "../../internal/compile/testdata/trading-desk"
 
 // fakeEngine records compose invocations instead of running Docker.
 type fakeEngine struct {
-	cfg   EngineConfig
-	calls [][]string
+	cfg        EngineConfig
+	calls      [][]string
+	containers []Container
 }
 
 func (e *fakeEngine) Compose(_ context.Context, args ...string) error {
 	e.calls = append(e.calls, args)
 	return nil
+}
+
+func (e *fakeEngine) Containers(context.Context) ([]Container, error) {
+	e.calls = append(e.calls, []string{"<containers>"})
+	return e.containers, nil
 }
 
 type harness struct {
@@ -102,6 +109,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"compile", "extra"}, ExitUsage, "takes no arguments"},
 		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
 		{[]string{"logs", "a", "b"}, ExitUsage, "at most 1"},
+		{[]string{"up", "-f", pod, "--wait-timeout", "0"}, ExitUsage, "--wait-timeout 0s: want a positive duration"},
 		{[]string{"compile", "-f", filepath.Join(dir, "missing.yml")}, ExitFailure, "file not found"},
 		{[]string{"compile", "-f", filepath.Join(dir, "broken.yml")}, ExitFailure, `service "a": x-claw.tools`},
 	} {
@@ -146,7 +154,8 @@ func TestEngineVerbs(t *testing.T) {
 	}{
 		{[]string{"up", "-f", pod, "-d"}, []string{"up", "-d"}},
 		{[]string{"ps", "-f", pod}, []string{"ps"}},
-		{[]string{"logs", "--file", pod, "-f", "--tail", "10", "analyst"}, []string{"logs", "--no-color", "-f", "--tail", "10", "analyst"}},
+		{[]string{"logs", "-f", pod, "--follow", "--tail", "10", "analyst"}, []string{"logs", "--no-color", "-f", "--tail", "10", "analyst"}},
+		{[]string{"logs", "--file", pod, "cllama"}, []string{"logs", "--no-color", "cllama"}},
 		{[]string{"down", "-f", pod, "-v"}, []string{"down", "--remove-orphans", "-v"}},
 	} {
 		h := newHarness()
@@ -219,5 +228,108 @@ func TestUpRefusesUnrunnablePod(t *testing.T) {
 	h = newHarness()
 	if code := h.run("up", "-f", pod); code != ExitFailure || len(h.engine.calls) != 0 || !strings.Contains(h.err.String(), "give each an image") {
 		t.Fatalf("up: exit %d, calls %v, %s", code, h.engine.calls, h.err.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	h := newHarness()
+	if code := h.run("--version"); code != ExitOK || !strings.HasPrefix(h.out.String(), "claw ") || !strings.Contains(h.out.String(), "go1") || strings.Count(h.out.String(), "\n") != 1 {
+		t.Fatalf("exit %d, %q", code, h.out.String())
+	}
+}
+
+// TestLogsFileAndFollow: -f is the pod file, as in every verb; a name
+// that is not a service says so and names the services; the habits of
+// `docker compose logs -f` get a hint.
+func TestLogsFileAndFollow(t *testing.T) {
+	dir := copyPod(t)
+	pod := filepath.Join(dir, "claw-pod.yml")
+	if code := newHarness().run("compile", "-q", "-f", pod); code != ExitOK {
+		t.Fatal("compile failed")
+	}
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "nosuch"}, `no service "nosuch" in the pod (services: analyst, cllama, executor, trading-api)`},
+		{[]string{"logs", "-f", "cllama"}, "-f cllama: no such pod file; -f names the pod file in every claw verb (to follow the logs, use --follow)"},
+		{[]string{"logs", "cllama", "-f"}, "flag needs an argument: 'f' in -f; -f names the pod file in every claw verb (to follow the logs, use --follow)"},
+		{[]string{"logs", "claw-pod.yml"}, "; to name the pod file, use -f claw-pod.yml"},
+	} {
+		h := newHarness()
+		if code := h.run(tc.args...); code != ExitUsage || !strings.Contains(h.err.String(), tc.want) || len(h.engine.calls) != 0 {
+			t.Errorf("claw %v: exit %d, calls %v, stderr %q; want %q", tc.args, code, h.engine.calls, h.err.String(), tc.want)
+		}
+	}
+}
+
+// TestPsJSON: one document, every service of the pod with its state,
+// health and ports; a service without a container is "absent".
+func TestPsJSON(t *testing.T) {
+	dir := copyPod(t)
+	pod := filepath.Join(dir, "claw-pod.yml")
+	h := newHarness()
+	if code := h.run("up", "-d", "-f", pod); code != ExitOK {
+		t.Fatalf("up: %s", h.err.String())
+	}
+	h = newHarness()
+	h.engine.containers = []Container{
+		{Service: "cllama", Name: "trading-desk_cllama_1", ID: "c1", State: "running", Health: "healthy", Ports: []Port{{Target: "8080/tcp", Published: "127.0.0.1:18080"}}},
+		{Service: "analyst", Name: "trading-desk_analyst_1", ID: "a1", State: "exited", ExitCode: 3, Ports: []Port{}},
+	}
+	if code := h.run("ps", "--json", "-f", pod); code != ExitOK {
+		t.Fatalf("ps --json: exit %d: %s", code, h.err.String())
+	}
+	var doc struct {
+		Pod, Project string
+		Services     []struct {
+			Name, State, Health string
+			Ports               []Port
+			Containers          []Container
+		}
+	}
+	if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, h.out.String())
+	}
+	got := map[string]string{}
+	for _, s := range doc.Services {
+		got[s.Name] = s.State + "/" + s.Health
+	}
+	want := map[string]string{"analyst": "exited/", "cllama": "running/healthy", "executor": "absent/", "trading-api": "absent/"}
+	if doc.Pod != "trading-desk" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("pod %q services %v, want %v\n%s", doc.Pod, got, want, h.out.String())
+	}
+	if doc.Services[1].Ports[0].Published != "127.0.0.1:18080" || doc.Services[0].Containers[0].ExitCode != 3 {
+		t.Errorf("ports or exit code lost:\n%s", h.out.String())
+	}
+	if len(h.engine.calls) != 1 || h.engine.calls[0][0] != "<containers>" {
+		t.Errorf("engine calls %v", h.engine.calls)
+	}
+}
+
+func TestPublishCllamaFlag(t *testing.T) {
+	for in, want := range map[string]string{"18080": "127.0.0.1:18080", "0.0.0.0:9000": "0.0.0.0:9000", "127.0.0.1:1": "127.0.0.1:1"} {
+		if got, err := publishAddress(in); err != nil || got != want {
+			t.Errorf("%q: %q %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "0", "65536", "x", "localhost:80", "[::1]:80", "1.2.3.4:"} {
+		if _, err := publishAddress(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	dir := copyPod(t)
+	pod := filepath.Join(dir, "claw-pod.yml")
+	h := newHarness()
+	if code := h.run("up", "-d", "--publish-cllama", "18080", "-f", pod); code != ExitOK || !strings.Contains(h.err.String(), "claw: cllama is published on the host at http://127.0.0.1:18080 (OpenAI base URL http://127.0.0.1:18080/v1") {
+		t.Fatalf("up: exit %d: %s", code, h.err.String())
+	}
+	gen, _ := os.ReadFile(filepath.Join(dir, compile.GeneratedFile))
+	if !strings.Contains(string(gen), "- 127.0.0.1:18080:8080") {
+		t.Fatalf("not published:\n%s", gen)
+	}
+	if code := newHarness().run("up", "-d", "--publish-cllama", "localhost:80", "-f", pod); code != ExitUsage {
+		t.Errorf("a host name: exit %d", code)
 	}
 }

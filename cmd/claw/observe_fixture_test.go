@@ -78,8 +78,9 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // compileObservePod copies the fixture pod to a temporary directory and
-// compiles it there with fixed token entropy; the pod file is dated an
-// hour back so it is older than its compiled output.
+// compiles it there as claw does, with fixed token entropy; the pod file
+// is dated an hour back, older than its compiled output, as for a pod
+// compiled by an earlier claw that went by time.
 func compileObservePod(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -98,7 +99,7 @@ func compileObservePod(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := res.Output.Write(dir); err != nil {
+	if _, err := compile.Stage(dir, res); err != nil {
 		t.Fatal(err)
 	}
 	return dir

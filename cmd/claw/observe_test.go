@@ -34,6 +34,8 @@ type logEngine struct {
 	calls [][]string
 }
 
+func (e *logEngine) Containers(context.Context) ([]Container, error) { return nil, nil }
+
 func (e *logEngine) Compose(_ context.Context, args ...string) error {
 	e.calls = append(e.calls, args)
 	if e.fail != nil {
@@ -304,27 +306,32 @@ func TestInspectGolden(t *testing.T) {
 	}
 }
 
-// A descriptor edited after compiling shows up as warnings, not as a
+// A descriptor edited after compiling, and generated files that differ
+// from what the pod compiles to now, show up as warnings, not as a
 // silently different view.
 func TestInspectWarnsAboutDrift(t *testing.T) {
 	dir := inObservePod(t)
 	desc := filepath.Join(dir, "trading-api", ".claw-describe.json")
 	data, _ := os.ReadFile(desc)
-	data = bytes.Replace(data, []byte(`"name": "execute_trade"`), []byte(`"name": "place_order"`), 1)
-	data = bytes.Replace(data, []byte(`"annotations": {"readOnly": false}`), []byte(`"annotations": {"readOnly": false}`), 1)
-	if err := os.WriteFile(desc, data, 0o644); err != nil {
+	edited := bytes.Replace(data, []byte(`"Place a paper market order"`), []byte(`"Place a paper market order now"`), 1)
+	if bytes.Equal(edited, data) {
+		t.Fatal("the fixture descriptor changed; update the edit")
+	}
+	if err := os.WriteFile(desc, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	podFile := filepath.Join(dir, "claw-pod.yml")
-	pf, _ := os.ReadFile(podFile)
-	pf = bytes.Replace(pf, []byte("allow: [execute_trade]"), []byte("allow: [place_order]"), 1)
-	if err := os.WriteFile(podFile, pf, 0o644); err != nil {
+	// The executor's compiled grants as an older compile left them.
+	tools := filepath.Join(dir, filepath.FromSlash(compile.StagedContextDir), "executor", "tools.json")
+	tm, _ := os.ReadFile(tools)
+	var doc map[string]any
+	if err := json.Unmarshal(tm, &doc); err != nil {
 		t.Fatal(err)
 	}
-	past := time.Now().Add(-time.Hour)
-	_ = os.Chtimes(podFile, past, past)
-	future := time.Now().Add(time.Hour)
-	_ = os.Chtimes(desc, future, future)
+	doc["tools"] = doc["tools"].([]any)[:1]
+	tm, _ = json.Marshal(doc)
+	if err := os.WriteFile(tools, tm, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := runClaw(t, "", "inspect", "--json")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.err.String())
@@ -332,8 +339,18 @@ func TestInspectWarnsAboutDrift(t *testing.T) {
 	var rep struct{ Warnings []string }
 	_ = json.Unmarshal(r.out.Bytes(), &rep)
 	joined := strings.Join(rep.Warnings, "\n")
-	if !strings.Contains(joined, "descriptor trading-api/.claw-describe.json") || !strings.Contains(joined, "agent executor: the generated tools.json grants [trading-api.execute_trade, trading-api.get_market_context], the pod now grants [trading-api.get_market_context, trading-api.place_order]") {
+	if !strings.Contains(joined, "descriptor trading-api/.claw-describe.json of \"trading-api\" changed after the pod was compiled") || !strings.Contains(joined, "agent executor: the generated tools.json grants [trading-api.get_market_context], the pod now grants [trading-api.execute_trade, trading-api.get_market_context]") {
 		t.Fatalf("warnings:\n%s", joined)
+	}
+	// A descriptor touched but not changed is no drift.
+	if err := os.WriteFile(desc, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	_ = os.Chtimes(desc, future, future)
+	r = runClaw(t, "", "inspect", "--json")
+	if strings.Contains(r.out.String(), "changed after the pod was compiled") {
+		t.Fatalf("a touched descriptor counts as changed:\n%s", r.out.String())
 	}
 }
 
@@ -429,8 +446,9 @@ func decodeNDJSON(t *testing.T, b []byte) []history.Entry {
 	return out
 }
 
-// All three verbs take -f like compile, and refuse a pod file newer than
-// its compiled output, or one never compiled.
+// All three verbs take -f like compile, and refuse a pod file changed
+// since it was compiled (by content: touching it is no change), or one
+// never compiled.
 func TestObserveVerbsPodFile(t *testing.T) {
 	dir := observePod(t)
 	podFile := filepath.Join(dir, "claw-pod.yml")
@@ -449,9 +467,28 @@ func TestObserveVerbsPodFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range verbs {
+		if r := runClaw(t, "", v...); r.code != 0 {
+			t.Errorf("%v after touching the pod file: exit %d: %s", v, r.code, r.err.String())
+		}
+	}
+	data, _ := os.ReadFile(podFile)
+	if err := os.WriteFile(podFile, append(data, []byte("# edited\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range verbs {
 		r := runClaw(t, "", v...)
-		if r.code != ExitFailure || !strings.Contains(r.err.String(), "newer than its compiled output") || !strings.Contains(r.err.String(), "run `claw compile -f "+podFile+"`") {
+		if r.code != ExitFailure || !strings.Contains(r.err.String(), "changed since it was compiled") || !strings.Contains(r.err.String(), "run `claw compile -f "+podFile+"`") {
 			t.Errorf("%v: exit %d: %s", v, r.code, r.err.String())
+		}
+	}
+	// A pod compiled by an earlier claw has no record: time decides.
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(compile.RecordFile))); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range verbs {
+		r := runClaw(t, "", v...)
+		if r.code != ExitFailure || !strings.Contains(r.err.String(), "changed since it was compiled (changed ") {
+			t.Errorf("%v without a record: exit %d: %s", v, r.code, r.err.String())
 		}
 	}
 	if err := os.Remove(filepath.Join(dir, compile.GeneratedFile)); err != nil {

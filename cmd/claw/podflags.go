@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -35,35 +37,70 @@ type BuildOptions struct {
 	CllamaImage string
 	// Images reads descriptors from local images.
 	Images bool
+	// PublishCllama is --publish-cllama as given: [HOST:]PORT.
+	PublishCllama string
 }
 
 func addBuildFlags(cmd *cobra.Command, o *BuildOptions) {
 	addPodFlags(cmd, &o.PodOptions)
 	cmd.Flags().StringVar(&o.CllamaImage, "cllama-image", "", "cllama image (default: x-claw.cllama-defaults.image or "+compile.DefaultCllamaImage+")")
+	cmd.Flags().StringVar(&o.PublishCllama, "publish-cllama", "", "publish cllama's port on the host at [HOST:]PORT (HOST default 127.0.0.1), to reach it while testing")
 }
 
-// compileAndWrite loads, compiles and writes the pod, printing warnings.
-func compileAndWrite(ctx context.Context, f *Factory, o *BuildOptions) (*compile.Result, error) {
+// publishAddress checks --publish-cllama's [HOST:]PORT and returns
+// HOST:PORT, HOST an IPv4 address, 127.0.0.1 when omitted (the host
+// only, not the network).
+func publishAddress(v string) (string, error) {
+	host, port := "127.0.0.1", v
+	if h, p, err := net.SplitHostPort(v); err == nil {
+		host, port = h, p
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", usageErrorf("--publish-cllama %q: want [HOST:]PORT with PORT from 1 to 65535, e.g. 18080 or 127.0.0.1:18080", v)
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.To4() == nil {
+		return "", usageErrorf("--publish-cllama %q: HOST must be an IPv4 address, e.g. 127.0.0.1 (the default) or 0.0.0.0", v)
+	}
+	return host + ":" + port, nil
+}
+
+// compileAndStage loads, compiles and stages the pod, printing warnings.
+func compileAndStage(ctx context.Context, f *Factory, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
 	p, err := o.load(ctx, f.Env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return compileLoaded(ctx, f, p, o)
+}
+
+// compileLoaded compiles and stages a loaded pod, printing warnings: the
+// running pod keeps its context until `claw up` applies the compile (see
+// compile.Stage).
+func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
 	opts := compile.Options{CllamaImage: o.CllamaImage}
+	if o.PublishCllama != "" {
+		addr, err := publishAddress(o.PublishCllama)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.PublishCllama = addr
+	}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()
 		opts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", msg) }
 	}
 	res, err := compile.Build(ctx, p, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
 	}
-	if err := res.Output.Write(p.Dir); err != nil {
-		return nil, fmt.Errorf("writing the compiled pod: %w", err)
+	st, err := compile.Stage(p.Dir, res)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing the compiled pod: %w", err)
 	}
-	return res, nil
+	return res, st, nil
 }
 
 // generatedPath is compose.generated.yml next to the pod file.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/version"
 )
 
 // Exit codes, decided in Main only.
@@ -40,6 +41,8 @@ type Factory struct {
 	Engine func(context.Context, EngineConfig) (Engine, error)
 	// Images reads descriptors from local images (claw up, compile --images).
 	Images func() compile.ImageSource
+	// Signals routes the process's interrupts; nil in tests.
+	Signals *SignalRelay
 }
 
 // DefaultFactory wires the real process: os streams and environment, the
@@ -85,8 +88,10 @@ runs the pod on Docker Compose with the cllama governance proxy.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Version: version.String("claw"),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
@@ -98,7 +103,13 @@ runs the pod on Docker Compose with the cllama governance proxy.`,
 	sort.Strings(names)
 	for _, n := range names {
 		cmd := verbs[n](f)
-		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+		cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+			if c.Name() == "logs" && strings.Contains(err.Error(), "'f' in -f") {
+				// -f is the pod file here too, not compose's follow.
+				err = fmt.Errorf("%w; -f names the pod file in every claw verb (to follow the logs, use --follow)", err)
+			}
+			return &UsageError{Err: err}
+		})
 		root.AddCommand(cmd)
 	}
 	return root

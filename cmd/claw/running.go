@@ -16,7 +16,13 @@ func engineFor(ctx context.Context, f *Factory, p *pod.Pod) (Engine, error) {
 	if _, err := os.Stat(generatedPath(p)); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %s not found; run `claw up` (or `claw compile`) first", p.File, compile.GeneratedFile)
 	}
-	return f.Engine(ctx, EngineConfig{Dir: p.Dir, File: compile.GeneratedFile, Project: ProjectName(p.Name), IO: f.IO})
+	return newEngine(ctx, f, p)
+}
+
+// newEngine returns the compose engine of a loaded pod; creating it checks
+// that the Docker engine answers.
+func newEngine(ctx context.Context, f *Factory, p *pod.Pod) (Engine, error) {
+	return f.Engine(ctx, EngineConfig{Dir: p.Dir, File: compile.GeneratedFile, Project: ProjectName(p.Name), IO: f.IO, Signals: f.Signals})
 }
 
 // loadForEngine loads the pod (for its directory and name) and its engine.

@@ -17,7 +17,14 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/version"
 )
+
+// isVersion reports a lone -version (or --version): print the build and
+// exit, whatever the configuration says.
+func isVersion(args []string) bool {
+	return len(args) == 1 && (args[0] == "-version" || args[0] == "--version")
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
@@ -29,6 +36,10 @@ func main() {
 func run(args, environ []string, stdout, stderr io.Writer) int {
 	if isHealthcheck(args) {
 		return healthcheck(environ, stderr)
+	}
+	if isVersion(args) {
+		fmt.Fprintln(stdout, version.String("cllama"))
+		return 0
 	}
 	cfg, err := proxy.LoadConfig(args, environ, stderr)
 	if errors.Is(err, flagHelp) {

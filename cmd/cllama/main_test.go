@@ -209,3 +209,14 @@ func TestShutdownDrainsInFlightStream(t *testing.T) {
 		t.Fatal("no shutdown")
 	}
 }
+
+// -version prints one line naming the program on stdout, whatever the
+// environment holds.
+func TestRunVersion(t *testing.T) {
+	for _, arg := range []string{"-version", "--version"} {
+		var stdout, stderr strings.Builder
+		if code := run([]string{arg}, []string{"BAR_BASE_URL=ftp://x"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "cllama ") || !strings.Contains(stdout.String(), "go1") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", arg, code, stdout.String(), stderr.String())
+		}
+	}
+}

@@ -236,9 +236,29 @@ func (s *Store) reload(id string, e *entry) (*loaded, string) {
 
 func (s *Store) dir(id string) string { return filepath.Join(s.root, id) }
 
+// resolve returns the directory an agent's files are read from: claw
+// applies a compile by switching <root>/<id>, a symbolic link, to a new
+// complete copy of the agent's files, so one load resolves the link once
+// and reads every file from that copy, never some files from the old
+// copy and some from the new. Without a link (or an agent) it is the
+// plain directory.
+func (s *Store) resolve(id string) string {
+	dir := s.dir(id)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return dir
+}
+
 // fingerprint summarises size and mtime of every file an agent is read from.
 func (s *Store) fingerprint(id string) (string, error) {
-	dir := s.dir(id)
+	return fingerprintAt(s.resolve(id))
+}
+
+// fingerprintAt fingerprints the agent files in dir, the resolved
+// directory: a switch to another copy changes it even when the copies'
+// files agree in size and modification time.
+func fingerprintAt(dir string) (string, error) {
 	names, err := serviceAuthNames(dir)
 	if err != nil {
 		return "", err
@@ -250,7 +270,7 @@ func (s *Store) fingerprint(id string) (string, error) {
 	for _, n := range names {
 		paths = append(paths, filepath.Join(dir, "service-auth", n))
 	}
-	return filewatch.Stamp(paths...), nil
+	return dir + "|" + filewatch.Stamp(paths...), nil
 }
 
 func serviceAuthNames(dir string) ([]string, error) {
@@ -277,12 +297,12 @@ func serviceAuthNames(dir string) ([]string, error) {
 // load reads every file of the agent. The fingerprint is taken before the
 // reads, so a change racing with the load is seen by the next check.
 func (s *Store) load(id string) (*Agent, string, error) {
-	stamp, err := s.fingerprint(id)
+	dir := s.resolve(id)
+	stamp, err := fingerprintAt(dir)
 	if err != nil {
 		s.report(id, err)
 		return nil, stamp, err
 	}
-	dir := s.dir(id)
 	raw, err := readCapped(filepath.Join(dir, "metadata.json"), maxMetadataBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, stamp, ErrUnknownAgent

@@ -235,3 +235,51 @@ func BenchmarkGet(b *testing.B) {
 		}
 	})
 }
+
+// TestStoreFollowsSwitchedLink: claw applies a compile by pointing an
+// agent's entry, a symbolic link, at a new copy of its files. The switch
+// is seen even when the copies' files agree in size and modification
+// time, and one load reads every file from the copy it resolved.
+func TestStoreFollowsSwitchedLink(t *testing.T) {
+	root := t.TempDir()
+	when := time.Now().Add(-time.Hour)
+	copyOf := func(name, token, tool string) {
+		dir := filepath.Join(root, ".versions", name)
+		write(t, filepath.Join(dir, "metadata.json"), `{"token":"alice:`+token+`"}`)
+		write(t, filepath.Join(dir, "tools.json"), strings.Replace(toolsJSON, "svc.get", tool, 1))
+		for _, f := range []string{"metadata.json", "tools.json"} {
+			if err := os.Chtimes(filepath.Join(dir, f), when, when); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copyOf("alice-1", "s1", "svc.get")
+	copyOf("alice-2", "s2", "svc.put") // same sizes, same times
+	link := filepath.Join(root, "alice")
+	if err := os.Symlink(".versions/alice-1", link); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(root, StoreOptions{CheckInterval: -1})
+	a, err := s.Get("alice")
+	if err != nil || a.Metadata.Token != "alice:s1" || a.Tools.Tools[0].Name != "svc.get" {
+		t.Fatalf("before the switch: %+v %v", a, err)
+	}
+	tmp := filepath.Join(root, ".alice.link")
+	if err := os.Symlink(".versions/alice-2", tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+	a, err = s.Get("alice")
+	if err != nil || a.Metadata.Token != "alice:s2" || a.Tools.Tools[0].Name != "svc.put" {
+		t.Fatalf("after the switch: %+v %v", a, err)
+	}
+	// Removing the link removes the agent.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get("alice"); !errors.Is(err, ErrUnknownAgent) {
+		t.Fatalf("after removal: %v", err)
+	}
+}

@@ -95,6 +95,7 @@ func (b *builder) agentContract(svc *pod.Service) ([]byte, error) {
 	if err != nil {
 		return nil, &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.agent", Problem: fmt.Sprintf("cannot read the agent contract %s: %v", rel, trimPathErr(err)), Fix: "point agent at a markdown file (or a directory holding AGENTS.md), relative to the pod file"}
 	}
+	b.input(full, data)
 	return data, nil
 }
 

@@ -128,3 +128,57 @@ func BenchmarkBuildLargePod(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStageApplyLargePod measures what claw up adds to a compile of
+// 200 agents: staging, then applying. Unchanged: every agent's copy is
+// digested and found current. Changed: every run alternates between two
+// compiles that differ for every agent, so every link switches (to a new
+// copy, or back to the copy kept from the run before).
+func BenchmarkStageApplyLargePod(b *testing.B) {
+	for _, changed := range []bool{false, true} {
+		name := "unchanged"
+		if changed {
+			name = "changed"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			writeLargePod(b, dir, 200, 20)
+			ctx := context.Background()
+			p, err := pod.Load(ctx, pod.LoadOptions{File: filepath.Join(dir, "claw-pod.yml")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			res, err := Build(ctx, p, Options{Rand: zeroReader{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Another compile to switch to: every tools.json differs (by a
+			// trailing newline), so every agent switches.
+			other, err := Build(ctx, p, Options{Rand: zeroReader{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, f := range other.Output.Files {
+				if strings.HasSuffix(f.Path, "/tools.json") {
+					other.Output.Files[i].Data = append(append([]byte(nil), f.Data...), '\n')
+				}
+			}
+			if _, err := Stage(dir, res); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := res
+				if changed && i%2 == 0 {
+					r = other
+				}
+				if _, err := Stage(dir, r); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := Apply(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

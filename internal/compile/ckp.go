@@ -68,6 +68,7 @@ func (b *builder) withToolManifests(svc *pod.Service, sd *ServiceDescriptor) (*S
 			}
 			return nil, &pod.Error{File: b.pod.File, Service: svc.Name, Key: key, Problem: problem, Fix: "list CKP Tool manifest files relative to the pod file"}
 		}
+		b.input(full, data)
 		ms, err := capability.ParseToolManifests(data)
 		if err != nil {
 			return nil, manifestErr(rel, svc.Name, err, "correct the manifest (spec 001: CKP Tool)")

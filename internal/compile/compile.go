@@ -23,6 +23,10 @@ type Result struct {
 	Perimeter *Perimeter
 	// Warnings are non-fatal findings (the pod's and the compiler's).
 	Warnings []string
+	// Inputs are the digests of the local files the compile read (the
+	// pod file, its .env, descriptors, agent contracts, tool manifests),
+	// by path relative to the pod directory (slash-separated).
+	Inputs map[string]string
 }
 
 // Agent is one compiled agent.
@@ -66,6 +70,7 @@ type builder struct {
 	opts        Options
 	descs       map[string]*ServiceDescriptor
 	warns       []string
+	inputs      map[string]string
 }
 
 // Build compiles p. It reads the pod directory and, with Options.Images,
@@ -74,8 +79,9 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	b := &builder{pod: p, opts: opts, descs: map[string]*ServiceDescriptor{}}
-	res := &Result{Pod: p, Warnings: append([]string(nil), p.Warnings...)}
+	b := &builder{pod: p, opts: opts, descs: map[string]*ServiceDescriptor{}, inputs: map[string]string{}}
+	res := &Result{Pod: p, Warnings: append([]string(nil), p.Warnings...), Inputs: b.inputs}
+	b.podInputs()
 	if _, taken := p.Services[CllamaService]; taken {
 		return nil, &pod.Error{File: p.File, Service: CllamaService, Key: "services." + CllamaService, Problem: "the name is reserved for the governance proxy claw adds", Fix: "rename the service"}
 	}

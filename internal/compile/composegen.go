@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -146,7 +147,12 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 		nets[InternalNet] = doc{"internal": true}
 		cllama := b.cllamaService()
 		cllama["networks"] = cllamaNets
+		if pub := b.opts.PublishCllama; pub != "" {
+			cllama["ports"] = []any{fmt.Sprintf("%s:%d", pub, CllamaPort)}
+		}
 		services[CllamaService] = cllama
+	} else if b.opts.PublishCllama != "" {
+		return nil, fmt.Errorf("%s: the pod has no cllama to publish (no agent has x-claw.cllama)", b.pod.File)
 	}
 	child(root, "volumes")
 	if len(root["volumes"].(doc)) == 0 {
@@ -328,8 +334,9 @@ func (b *builder) cllamaService() doc {
 			"./" + AuthDir + ":/claw/auth:ro",
 			"./" + HistoryDir + ":/claw/history",
 		},
-		"expose":  []any{fmt.Sprint(CllamaPort)},
-		"restart": "unless-stopped",
+		"expose":            []any{fmt.Sprint(CllamaPort)},
+		"restart":           "unless-stopped",
+		"stop_grace_period": b.cllamaStopGrace(),
 	}
 	cd := b.pod.Claw.CllamaDefaults
 	if !cd.HealthcheckOff {
@@ -346,6 +353,27 @@ func (b *builder) cllamaService() doc {
 		svc["healthcheck"] = doc{"test": test, "interval": "10s", "timeout": "3s", "retries": 3, "start_period": "5s"}
 	}
 	return svc
+}
+
+// cllamaDrain is cllama's default drain on SIGTERM (its
+// CLLAMA_SHUTDOWN_TIMEOUT); stopMargin the time beyond it compose waits
+// before killing the container.
+const (
+	cllamaDrain = 30 * time.Second
+	stopMargin  = 5 * time.Second
+)
+
+// cllamaStopGrace is how long compose lets cllama stop: its drain, as
+// x-claw.cllama-defaults.env's CLLAMA_SHUTDOWN_TIMEOUT sets it, plus a
+// margin. Compose's own default (10s) would kill streams still in flight
+// that cllama would let finish.
+func (b *builder) cllamaStopGrace() string {
+	d := cllamaDrain
+	if v, err := time.ParseDuration(b.pod.Claw.CllamaDefaults.Env["CLLAMA_SHUTDOWN_TIMEOUT"]); err == nil && v > 0 {
+		d = v
+	}
+	d += stopMargin
+	return fmt.Sprintf("%ds", int64((d+time.Second-1)/time.Second))
 }
 
 // CllamaUser is the generated cllama service's user: the operator's uid and

@@ -104,6 +104,7 @@ func (b *builder) fileDescriptor(service, kind, rel string) (*ServiceDescriptor,
 	if err != nil {
 		return nil, err
 	}
+	b.input(full, data)
 	sd, err := parseDescriptorBytes(service, kind, rel, data)
 	if err != nil {
 		return nil, err
@@ -136,6 +137,11 @@ func readSkillInDir(dir, skill string) ([]byte, error) {
 func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*ServiceDescriptor, error) {
 	image := svc.Compose.Image
 	labels, present, err := b.opts.Images.Labels(ctx, image)
+	if errors.Is(err, ErrEngineUnreachable) {
+		// The image may carry the descriptor that decides this service's
+		// tools: compiling without it would be a different pod.
+		return nil, &pod.Error{File: "image " + image, Service: svc.Name, Problem: "cannot read the image's descriptor: " + err.Error(), Fix: "start the Docker engine (or check DOCKER_HOST), or compile without reading images (`claw compile` without --images)"}
+	}
 	if err != nil || !present {
 		return nil, err
 	}

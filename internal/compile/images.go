@@ -44,15 +44,28 @@ func (d DockerImages) bin() string {
 // maxImageFile bounds a file copied out of an image.
 const maxImageFile = 8 << 20
 
-// Labels runs `docker image inspect`.
+// ErrEngineUnreachable is returned by ImageSource methods when the Docker
+// engine does not answer, so whether an image is present (and what it
+// holds) cannot be known.
+var ErrEngineUnreachable = errors.New("the Docker engine is not reachable")
+
+// Labels runs `docker image inspect`. An image the engine does not have is
+// absent; an engine that does not answer is an error wrapping
+// ErrEngineUnreachable, never a silently skipped image.
 func (d DockerImages) Labels(ctx context.Context, image string) (map[string]string, bool, error) {
 	if _, err := exec.LookPath(d.bin()); err != nil {
 		return nil, false, nil
 	}
-	out, err := exec.CommandContext(ctx, d.bin(), "image", "inspect", "--format", "{{json .Config.Labels}}", image).Output()
+	stderr := &headWriter{max: 4 << 10}
+	cmd := exec.CommandContext(ctx, d.bin(), "image", "inspect", "--format", "{{json .Config.Labels}}", image)
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
 	if err != nil {
-		// Absent image (or an unreachable daemon): skip gracefully.
-		return nil, false, nil
+		msg := strings.TrimSpace(stderr.String())
+		if noSuchImage(msg) || ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, fmt.Errorf("docker image inspect %s: %w: %s", image, ErrEngineUnreachable, firstLine(msg, err))
 	}
 	labels := map[string]string{}
 	if s := strings.TrimSpace(string(out)); s != "" && s != "null" {
@@ -63,13 +76,31 @@ func (d DockerImages) Labels(ctx context.Context, image string) (map[string]stri
 	return labels, true, nil
 }
 
+// noSuchImage recognises the docker CLI's report of an absent image
+// ("Error: No such image: x", "Error response from daemon: No such image:
+// x", and "No such object" of older engines).
+func noSuchImage(stderr string) bool {
+	return strings.Contains(stderr, "No such image") || strings.Contains(stderr, "No such object")
+}
+
+// firstLine is the first line of a command's stderr, or its exit error.
+func firstLine(stderr string, err error) string {
+	if line, _, _ := strings.Cut(stderr, "\n"); strings.TrimSpace(line) != "" {
+		return strings.TrimSpace(line)
+	}
+	return err.Error()
+}
+
 // ReadFile creates a stopped container from the image, copies path out as
 // a tar stream and removes the container. The stream is read up to the
 // file limit only (a path may name a huge file or a directory such as /).
 func (d DockerImages) ReadFile(ctx context.Context, image, path string) ([]byte, error) {
-	out, err := exec.CommandContext(ctx, d.bin(), "create", image, "/claw-describe-probe").Output()
+	create := exec.CommandContext(ctx, d.bin(), "create", image, "/claw-describe-probe")
+	createErr := &headWriter{max: 4 << 10}
+	create.Stderr = createErr
+	out, err := create.Output()
 	if err != nil {
-		return nil, fmt.Errorf("docker create %s: %w", image, err)
+		return nil, fmt.Errorf("docker create %s: %s", image, firstLine(strings.TrimSpace(createErr.String()), err))
 	}
 	id := strings.TrimSpace(string(out))
 	defer func() {

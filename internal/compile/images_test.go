@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -170,5 +171,47 @@ func TestDockerImagesReadFileIsBounded(t *testing.T) {
 	}
 	if grown := after.TotalAlloc - before.TotalAlloc; grown > 4*maxImageFile {
 		t.Fatalf("ReadFile allocated %d MiB for a %d MiB stream; it must stop at the limit", grown>>20, streamed>>20)
+	}
+}
+
+// TestDockerImagesUnreachableEngine: an engine that does not answer is an
+// error, not an absent image; an absent image is still absent.
+func TestDockerImagesUnreachableEngine(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	script := func(stderr string) string {
+		bin := filepath.Join(t.TempDir(), "docker")
+		mustWrite(t, bin, []byte("#!/bin/sh\necho '"+stderr+"' >&2\nexit 1\n"))
+		if err := os.Chmod(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+	ctx := context.Background()
+	down := script("Cannot connect to the Docker daemon at unix:///nonexistent. Is the docker daemon running?")
+	if _, present, err := (DockerImages{Binary: down}).Labels(ctx, "api:latest"); present || !errors.Is(err, ErrEngineUnreachable) || !strings.Contains(err.Error(), "Cannot connect to the Docker daemon") {
+		t.Fatalf("unreachable engine: present %v, err %v", present, err)
+	}
+	for _, msg := range []string{"Error response from daemon: No such image: api:latest", "Error: No such object: api:latest"} {
+		if _, present, err := (DockerImages{Binary: script(msg)}).Labels(ctx, "api:latest"); present || err != nil {
+			t.Errorf("%q: present %v, err %v", msg, present, err)
+		}
+	}
+	// The real CLI, pointed at no engine, says the same (it never reaches
+	// a daemon, so this needs none).
+	if _, err := exec.LookPath("docker"); err == nil {
+		t.Setenv("DOCKER_HOST", "unix:///nonexistent")
+		t.Setenv("DOCKER_CONTEXT", "")
+		if _, _, err := (DockerImages{}).Labels(ctx, "api:latest"); !errors.Is(err, ErrEngineUnreachable) {
+			t.Errorf("docker CLI with DOCKER_HOST=unix:///nonexistent: %v", err)
+		}
+	}
+	// Compiling with images then fails naming the service and the image.
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte(fmt.Sprintf(imagePod, "api:latest")))
+	_, err := Build(ctx, loadPod(t, dir), Options{Images: DockerImages{Binary: down}, Rand: zeroReader{}})
+	if err == nil || !strings.Contains(err.Error(), "image api:latest") || !strings.Contains(err.Error(), `service "api"`) || !strings.Contains(err.Error(), "start the Docker engine") {
+		t.Fatalf("compile with an unreachable engine: %v", err)
 	}
 }

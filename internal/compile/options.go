@@ -38,6 +38,10 @@ type Options struct {
 	Rand io.Reader
 	// Progress, when set, is told about slow steps (reading images).
 	Progress func(msg string)
+	// PublishCllama, when set, publishes cllama's port on the host at
+	// this "<ip>:<port>" (claw up --publish-cllama), for reaching the
+	// proxy from the host while testing.
+	PublishCllama string
 	// KeepTokens, when non-nil, supplies previous tokens by agent id instead
 	// of reading them from the pod directory (tests).
 	KeepTokens map[string]string

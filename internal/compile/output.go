@@ -48,9 +48,16 @@ var tokenSecretPattern = regexp.MustCompile(`^[0-9a-f]{48}$`)
 func (b *builder) token(id string) (string, error) {
 	prev, ok := b.opts.KeepTokens[id]
 	if !ok && b.opts.KeepTokens == nil {
-		if data, err := os.ReadFile(filepath.Join(b.pod.Dir, ContextDir, id, "metadata.json")); err == nil {
+		// The staged compile's token, else the live one (a pod compiled
+		// by an earlier claw has only that).
+		for _, ctx := range []string{StagedContextDir, ContextDir} {
+			data, err := os.ReadFile(filepath.Join(b.pod.Dir, filepath.FromSlash(ctx), id, "metadata.json"))
+			if err != nil {
+				continue
+			}
 			if m, err := manifest.ParseMetadata(data, id); err == nil {
 				prev, ok = m.Token, true
+				break
 			}
 		}
 	}
@@ -129,19 +136,27 @@ func (b *builder) agentType(a *Agent) string {
 	return "generic"
 }
 
-// Write puts the output under dir (the pod directory). Files whose bytes
-// and mode are unchanged are left alone, so cllama's change detection sees
-// only real changes; files under .claw-runtime/context that the output no
-// longer holds (a removed agent, a revoked grant) are deleted. Directories
-// are created in place rather than replaced, so running containers keep
-// their bind mounts.
+// Write puts the output under dir (the pod directory) at its paths, live
+// at once: what Stage followed by Apply amounts to for a pod that is not
+// running, in the plain layout (tests and tools read it back). Files whose
+// bytes and mode are unchanged are left alone; files under
+// .claw-runtime/context that the output no longer holds (a removed agent,
+// a revoked grant) are deleted. Directories are created in place rather
+// than replaced. claw itself stages (see Stage).
 func (o *Output) Write(dir string) error {
-	want := make(map[string]bool, len(o.Files))
-	for _, f := range o.Files {
+	return writeFiles(dir, o.Files, ContextDir)
+}
+
+// writeFiles writes files under dir, leaving unchanged ones alone, then
+// removes what else is under pruneRoot (relative to dir; "" prunes
+// nothing).
+func writeFiles(dir string, files []File, pruneRoot string) error {
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
 		want[f.Path] = true
 		full := filepath.Join(dir, filepath.FromSlash(f.Path))
 		dmode := fs.FileMode(0o755)
-		if strings.Contains(f.Path, "/service-auth/") || strings.HasPrefix(f.Path, AuthDir+"/") {
+		if strings.Contains(f.Path, "/service-auth/") || strings.HasPrefix(f.Path, AuthDir+"/") || f.Path == StagedProvidersFile {
 			dmode = 0o700
 		}
 		if err := os.MkdirAll(filepath.Dir(full), dmode); err != nil {
@@ -156,8 +171,7 @@ func (o *Output) Write(dir string) error {
 		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, f.Data) {
 			if st, err := os.Stat(full); err == nil && st.Mode().Perm() == f.Mode {
 				if f.Path == GeneratedFile {
-					// Its mtime says when the pod was last compiled (tools
-					// compare it with the pod file's).
+					// Its mtime says when the pod was last compiled.
 					now := time.Now()
 					_ = os.Chtimes(full, now, now)
 				}
@@ -168,7 +182,10 @@ func (o *Output) Write(dir string) error {
 			return err
 		}
 	}
-	return prune(dir, ContextDir, want)
+	if pruneRoot == "" {
+		return nil
+	}
+	return prune(dir, pruneRoot, want)
 }
 
 // prune removes files under root (relative to dir) not in want, then

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/clawdapus/clawgo/internal/compile"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -186,10 +185,22 @@ type Limit struct {
 	From  string `json:"from"`
 }
 
-// Build makes the report of a compiled pod. dir is the pod directory,
-// whose generated files are compared with res; compiled is when they were
-// written.
-func Build(res *compile.Result, dir string, compiled time.Time) (*Report, error) {
+// Disk is the compiled pod on disk that a report compares with what the
+// pod compiles to now.
+type Disk struct {
+	// Dir is the pod directory; ContextDir the compiled agents' context
+	// directory, relative to it (staged, or live for a pod compiled by an
+	// earlier claw).
+	Dir, ContextDir string
+	// Changed reports whether a descriptor file (its location relative to
+	// Dir) changed since the pod was compiled; nil means never.
+	Changed func(location string) bool
+}
+
+// Build makes the report of a compiled pod, comparing res with the
+// compiled files on disk.
+func Build(res *compile.Result, disk Disk) (*Report, error) {
+	dir := disk.Dir
 	p := res.Pod
 	rep := &Report{Pod: p.Name, File: p.File, Services: []Service{}, Agents: []Agent{}}
 	descs := map[string]*compile.ServiceDescriptor{}
@@ -225,13 +236,13 @@ func Build(res *compile.Result, dir string, compiled time.Time) (*Report, error)
 			ag.Egress = ar.Egress
 		}
 		rep.Agents = append(rep.Agents, ag)
-		rep.Warnings = append(rep.Warnings, compareDisk(dir, a)...)
+		rep.Warnings = append(rep.Warnings, compareDisk(filepath.Join(dir, filepath.FromSlash(disk.ContextDir)), a)...)
 	}
 	for _, sd := range res.Descriptors {
 		if sd.Kind == compile.SourceImage || sd.Kind == compile.SourceImageLabel {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(sd.Location))); err == nil && fi.ModTime().After(compiled) {
+		if disk.Changed != nil && disk.Changed(sd.Location) {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("descriptor %s of %q changed after the pod was compiled; run `claw compile`", sd.Location, sd.Service))
 		}
 	}
@@ -441,12 +452,12 @@ func policy(eff manifest.Policy, podP, svcP pod.PolicySpec) Policy {
 }
 
 // compareDisk reports where an agent's generated tools.json and
-// feeds.json differ from what the pod compiles to now.
-func compareDisk(dir string, a *compile.Agent) []string {
+// feeds.json under ctxDir differ from what the pod compiles to now.
+func compareDisk(ctxDir string, a *compile.Agent) []string {
 	if !a.Cllama {
 		return nil
 	}
-	ctx := filepath.Join(dir, filepath.FromSlash(compile.ContextDir), a.ID)
+	ctx := filepath.Join(ctxDir, a.ID)
 	var want, have []string
 	for _, t := range a.Tools {
 		want = append(want, t.Canonical)

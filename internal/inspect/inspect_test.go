@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/clawdapus/clawgo/internal/compile"
 	"github.com/clawdapus/clawgo/internal/pod"
@@ -64,7 +63,7 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Build(res, dir, time.Now())
+	rep, err := Build(res, Disk{Dir: dir, ContextDir: compile.ContextDir})
 	if err != nil {
 		t.Fatal(err)
 	}
