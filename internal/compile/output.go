@@ -178,7 +178,7 @@ func writeFiles(dir string, files []File, pruneRoot string) error {
 				continue
 			}
 		}
-		if err := writeAtomic(full, f.Data, f.Mode); err != nil {
+		if err := WriteAtomic(full, f.Data, f.Mode); err != nil {
 			return err
 		}
 	}
@@ -224,7 +224,10 @@ func prune(dir, root string, want map[string]bool) error {
 	return nil
 }
 
-func writeAtomic(full string, data []byte, mode fs.FileMode) error {
+// WriteAtomic writes data to full through a temporary file in the same
+// directory and a rename: a reader sees the old file or the new one,
+// never a part.
+func WriteAtomic(full string, data []byte, mode fs.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(full), "."+filepath.Base(full)+".tmp*")
 	if err != nil {
 		return err

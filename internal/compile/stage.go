@@ -133,7 +133,7 @@ func Stage(dir string, res *Result) (*Staged, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(dir, filepath.FromSlash(RecordFile)), append(data, '\n'), modeSecret); err != nil {
+	if err := WriteAtomic(filepath.Join(dir, filepath.FromSlash(RecordFile)), append(data, '\n'), modeSecret); err != nil {
 		return nil, err
 	}
 	if !hasLive(dir) {

@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/clawdapus/clawgo/internal/compile"
 )
 
 // Target is the name of this rendering in `claw compile --target`.
@@ -192,7 +194,7 @@ func (m *Manifests) Write(dir string) error {
 				continue
 			}
 		}
-		if err := writeAtomic(full, f.Data, f.Mode); err != nil {
+		if err := compile.WriteAtomic(full, f.Data, f.Mode); err != nil {
 			return err
 		}
 	}
@@ -221,24 +223,4 @@ func rendered(file string) bool {
 	defer f.Close()
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	return strings.HasPrefix(line, "# "+generatedBy) || strings.HasPrefix(line, "<!-- "+generatedBy)
-}
-
-func writeAtomic(full string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(full), "."+filepath.Base(full)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), full)
 }
