@@ -23,9 +23,16 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/modelsim"
+	"github.com/clawdapus/clawgo/internal/version"
 )
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
+		// Printed whatever the configuration says, as every binary of the
+		// project does.
+		fmt.Println(version.String("claw-model"))
+		return
+	}
 	os.Exit(Main(os.Args[1:], os.Getenv, os.Stderr))
 }
 

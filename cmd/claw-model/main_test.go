@@ -3,7 +3,9 @@ package main
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,4 +40,27 @@ func TestMainRefusesBadScript(t *testing.T) {
 	if code := Main([]string{"--script", p, "--addr", "127.0.0.1:0"}, func(string) string { return "" }, io.Discard); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
+}
+
+// --version answers without a script, naming the program and its Go.
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(os.Args[0], "-test.run=^TestVersionHelper$", "--", "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), "claw-model ") || !strings.Contains(string(out), "go1.") {
+		t.Fatalf("%q", out)
+	}
+}
+
+// TestVersionHelper is main, run by TestVersion in a child process.
+func TestVersionHelper(t *testing.T) {
+	for i, a := range os.Args {
+		if a == "--" {
+			os.Args = append([]string{"claw-model"}, os.Args[i+1:]...)
+			main()
+			os.Exit(0)
+		}
+	}
+	t.Skip("run by TestVersion")
 }
