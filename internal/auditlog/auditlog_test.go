@@ -141,3 +141,29 @@ func FuzzEvents(f *testing.F) {
 		}
 	})
 }
+
+// A call cllama executed with other arguments than the model's (claw_id
+// forced to the caller) shows both, marked, in the records and the text.
+func TestModelArgumentsShownBesideExecuted(t *testing.T) {
+	events := []audit.Event{{TS: ts(2), ClawID: "beta", Type: audit.TypeToolCall, RequestID: "r1", Round: 1, Tool: "svc.t", Status: "ok"}}
+	entry := history.Entry{ID: "r1", AgentID: "beta", Timestamp: ts(1), ToolTrace: []history.Round{{Round: 1, ToolCalls: []history.ToolCall{
+		{Name: "svc.t", Service: "svc", Arguments: json.RawMessage(`{"claw_id":"beta"}`), ModelArguments: json.RawMessage(`{"claw_id":"alpha"}`), Result: json.RawMessage(`{"ok":true}`)},
+	}}}}
+	rs := Merge(events, []history.Entry{entry})
+	var call *Record
+	for i := range rs {
+		if rs[i].Type == audit.TypeToolCall {
+			call = &rs[i]
+		}
+	}
+	if call == nil || string(call.Arguments) != `{"claw_id":"beta"}` || string(call.ModelArguments) != `{"claw_id":"alpha"}` {
+		t.Fatalf("records %+v", rs)
+	}
+	var out strings.Builder
+	if err := NewReport("p", Sources{}, Filter{}, rs).WriteText(&out, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `arguments: {"claw_id":"beta"}`) || !strings.Contains(out.String(), `model sent: {"claw_id":"alpha"} (cllama executed the arguments above)`) {
+		t.Fatalf("text report:\n%s", out.String())
+	}
+}

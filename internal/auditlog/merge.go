@@ -26,7 +26,10 @@ type Record struct {
 	// Arguments and Result (the structured envelope the model saw) come
 	// from the session-history trace.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
+	// ModelArguments are the model's own arguments, when cllama executed
+	// others (claw_id forced to the caller).
+	ModelArguments json.RawMessage `json:"model_arguments,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
 	// RoundTokensIn and RoundTokensOut are the tokens of the model call
 	// that asked for this round's calls (tool_trace round_usage).
 	RoundTokensIn  *int `json:"round_tokens_in,omitempty"`
@@ -91,6 +94,7 @@ func HistoryCalls(e history.Entry) []Record {
 					Round: r.Round, Status: resultStatus(c.Result), LatencyMS: audit.Ptr(c.LatencyMS),
 				},
 				Arguments:        c.Arguments,
+				ModelArguments:   c.ModelArguments,
 				Result:           c.Result,
 				RoundTokensIn:    audit.Ptr(r.RoundUsage.PromptTokens),
 				RoundTokensOut:   audit.Ptr(r.RoundUsage.CompletionTokens),
@@ -206,7 +210,7 @@ func Merge(events []audit.Event, entries []history.Entry) []Record {
 				continue
 			}
 			r := &out[i]
-			r.Arguments, r.Result = c.Arguments, c.Result
+			r.Arguments, r.ModelArguments, r.Result = c.Arguments, c.ModelArguments, c.Result
 			r.RoundTokensIn, r.RoundTokensOut = c.RoundTokensIn, c.RoundTokensOut
 			r.DuplicateOfRound = c.DuplicateOfRound
 			if r.Service == "" {

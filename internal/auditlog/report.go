@@ -201,6 +201,9 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	if c.Arguments != nil {
 		fmt.Fprintf(w, "    arguments: %s\n", cut(compactJSON(c.Arguments), o.Full))
 	}
+	if c.ModelArguments != nil {
+		fmt.Fprintf(w, "    model sent: %s (cllama executed the arguments above)\n", cut(compactJSON(c.ModelArguments), o.Full))
+	}
 	if c.Result != nil {
 		fmt.Fprintf(w, "    result:    %s\n", cut(compactJSON(c.Result), o.Full))
 	}

@@ -64,11 +64,16 @@ type Round struct {
 // ToolCall is one managed call of a round, with its result envelope.
 type ToolCall struct {
 	// Name is canonical: "<service>.<tool>".
-	Name      string          `json:"name"`
+	Name string `json:"name"`
+	// Arguments are the arguments as the call was executed: claw_id
+	// forced to the calling agent, other spellings of it dropped.
 	Arguments json.RawMessage `json:"arguments"`
-	Result    json.RawMessage `json:"result"`
-	LatencyMS int64           `json:"latency_ms"`
-	Service   string          `json:"service"`
+	// ModelArguments are the arguments as the model wrote them, present
+	// only when cllama executed something else.
+	ModelArguments json.RawMessage `json:"model_arguments,omitempty"`
+	Result         json.RawMessage `json:"result"`
+	LatencyMS      int64           `json:"latency_ms"`
+	Service        string          `json:"service"`
 	// DuplicateOfRound and DuplicateCount are set on a repeated call that
 	// was not executed again.
 	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`

@@ -287,7 +287,7 @@ func validUTF8(e *Entry) int {
 	for i := range e.ToolTrace {
 		for j := range e.ToolTrace[i].ToolCalls {
 			tc := e.ToolTrace[i].ToolCalls[j]
-			k := validString(&tc.Name) + validString(&tc.Service) + validRaw(&tc.Arguments) + validRaw(&tc.Result)
+			k := validString(&tc.Name) + validString(&tc.Service) + validRaw(&tc.Arguments) + validRaw(&tc.ModelArguments) + validRaw(&tc.Result)
 			if k == 0 {
 				continue
 			}

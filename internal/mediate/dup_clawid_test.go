@@ -50,3 +50,34 @@ func dupClawID(t *testing.T, k kit, args [2]string) {
 		t.Errorf("second call result = %s", tr[0].ToolCalls[1].Result)
 	}
 }
+
+// History shows a call's arguments as executed, and the model's own beside
+// them only when cllama changed them: the claw_id the model wrote is not
+// the agent whose data was read.
+func TestTraceShowsArgumentsAsExecuted(t *testing.T) {
+	for _, k := range kits {
+		t.Run(string(k.format()), func(t *testing.T) {
+			h := newHarness(t, k, harnessOptions{})
+			h.up.script = []step{
+				{Calls: []tcall{call("c1", echo, `{"q":"a","claw_id":"alpha"}`), call("c2", echo, `{"q":"b","CLAW_ID":"alpha"}`), call("c3", echo, `{"q":"c"}`)}},
+				{Text: "done"},
+			}
+			res := h.post(context.Background(), k.runnerRequest(hello, nil, false, nil))
+			if _, err := io.ReadAll(res.Body); err != nil || res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			h.waitEntries(t, 1)
+			calls := lastEntry(t, h).ToolTrace[0].ToolCalls
+			want := [][2]string{
+				{`{"claw_id":"` + h.agent.ID + `","q":"a"}`, `{"claw_id":"alpha","q":"a"}`},
+				{`{"q":"b"}`, `{"CLAW_ID":"alpha","q":"b"}`},
+				{`{"q":"c"}`, ``},
+			}
+			for i, w := range want {
+				if string(calls[i].Arguments) != w[0] || string(calls[i].ModelArguments) != w[1] {
+					t.Errorf("call %d: arguments %s, model_arguments %s; want %s and %q", i+1, calls[i].Arguments, calls[i].ModelArguments, w[0], w[1])
+				}
+			}
+		})
+	}
+}

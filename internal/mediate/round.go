@@ -144,13 +144,23 @@ func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manife
 		env := toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
 		return t.answer(round, c, tool, rawArguments(c.Arguments), env, 0)
 	}
-	key := tool.Name + "\x00" + string(effectiveArguments(args, t.x.Agent.ID))
+	executed := effectiveArguments(args, t.x.Agent.ID)
+	key := tool.Name + "\x00" + string(executed)
+	// The trace shows the arguments as executed, and the model's beside
+	// them when they differ: an operator reading another agent's claw_id
+	// on a call must not conclude that agent's data was read.
+	record := func(tc history.ToolCall) history.ToolCall {
+		if !bytes.Equal(executed, args) {
+			tc.Arguments, tc.ModelArguments = executed, args
+		}
+		return tc
+	}
 	if s, ok := t.seen[key]; ok {
 		s.count++
 		env := toolexec.Fail(toolexec.CodeDuplicate, fmt.Sprintf("duplicate call: %s was already called with these arguments in round %d; it was not executed again, use that result", t.pres.name(tool.Name), s.round), 0)
 		tc, res := t.answer(round, c, tool, args, env, 0)
 		tc.DuplicateOfRound, tc.DuplicateCount = s.round, s.count
-		return tc, res
+		return record(tc), res
 	}
 	t.seen[key] = &seenCall{round: round}
 	timeout := time.Duration(t.policy.TimeoutPerToolMS) * time.Millisecond
@@ -164,7 +174,8 @@ func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manife
 	start := t.m.opt.Now()
 	env := t.invoke(ctx, call, timeout+runnerGrace)
 	latency := t.m.opt.Now().Sub(start).Milliseconds()
-	return t.answer(round, c, tool, args, checkEnvelope(env, t.policy.MaxToolResultBytes), latency)
+	tc, res := t.answer(round, c, tool, args, checkEnvelope(env, t.policy.MaxToolResultBytes), latency)
+	return record(tc), res
 }
 
 // invoke calls the Runner, bounded even when it ignores its context.
