@@ -167,3 +167,21 @@ func TestModelArgumentsShownBesideExecuted(t *testing.T) {
 		t.Fatalf("text report:\n%s", out.String())
 	}
 }
+
+// The text report of feed fetches (claw audit --type feed_fetch) shows
+// their figures per agent and feed, as the JSON report's events do.
+func TestFeedFetchesInText(t *testing.T) {
+	feed := func(s int, agent, name string, bytes int, cached, stale bool, status string) Record {
+		return Record{Event: audit.Event{TS: ts(s), ClawID: agent, Type: audit.TypeFeedFetch, Feed: name, Bytes: audit.Ptr(bytes), Cached: cached, Stale: stale, Status: status, LatencyMS: audit.Ptr(int64(s * 10))}}
+	}
+	rs := []Record{feed(1, "a", "news", 10, false, false, "ok"), feed(2, "a", "news", 10, true, false, "ok"), feed(3, "a", "news", 0, false, true, "error"), feed(4, "b", "desk", 5, false, false, "ok")}
+	var out strings.Builder
+	if err := NewReport("p", Sources{}, Filter{}, rs).WriteText(&out, TextOptions{SummaryOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"AGENT  FEED  FETCHES  FAILED  CACHED  STALE  BYTES  LATENCY MAX", "a      news  3        1       1       1      20     30ms", "b      desk  1        0       0       0      5      40ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -92,6 +93,15 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 				eff = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%dms\t%dms\n", t.Agent, t.Tool, eff, t.Calls, t.Errors, t.LatencyMSTotal, t.LatencyMSMax)
+		}
+		_ = tw.Flush()
+	}
+	if feeds := summarizeFeeds(r.Events); len(feeds) > 0 {
+		fmt.Fprintln(ew)
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "AGENT\tFEED\tFETCHES\tFAILED\tCACHED\tSTALE\tBYTES\tLATENCY MAX")
+		for _, f := range feeds {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%dms\n", f.agent, f.feed, f.fetches, f.failed, f.cached, f.stale, f.bytes, f.latencyMax)
 		}
 		_ = tw.Flush()
 	}
@@ -238,4 +248,59 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
+}
+
+// feedRow is one agent's fetches of one feed, for the text report (the
+// JSON report carries every feed_fetch event whole).
+type feedRow struct {
+	agent, feed                                       string
+	fetches, failed, cached, stale, bytes, latencyMax int
+}
+
+// summarizeFeeds counts feed_fetch events per agent and feed, in order of
+// agent then feed.
+func summarizeFeeds(rs []Record) []feedRow {
+	idx := map[[2]string]int{}
+	var out []feedRow
+	for i := range rs {
+		e := &rs[i]
+		if e.Type != audit.TypeFeedFetch {
+			continue
+		}
+		agent := e.ClawID
+		if agent == "" {
+			agent = NoAgent
+		}
+		k := [2]string{agent, e.Feed}
+		j, ok := idx[k]
+		if !ok {
+			j = len(out)
+			idx[k] = j
+			out = append(out, feedRow{agent: agent, feed: e.Feed})
+		}
+		f := &out[j]
+		f.fetches++
+		if e.Status != "" && e.Status != "ok" || e.Error != "" {
+			f.failed++
+		}
+		if e.Cached {
+			f.cached++
+		}
+		if e.Stale {
+			f.stale++
+		}
+		if e.Bytes != nil {
+			f.bytes += *e.Bytes
+		}
+		if e.LatencyMS != nil && int(*e.LatencyMS) > f.latencyMax {
+			f.latencyMax = int(*e.LatencyMS)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].agent != out[b].agent {
+			return out[a].agent < out[b].agent
+		}
+		return out[a].feed < out[b].feed
+	})
+	return out
 }
