@@ -55,16 +55,59 @@ func (d *decoder) object(key string, v any) (map[string]any, error) {
 }
 
 func (d *decoder) unknownKeys(prefix string, m map[string]any, known []string) {
-	keys := sortedKeys(m)
-	for _, k := range keys {
-		found := false
-		for _, kn := range known {
-			found = found || k == kn
-		}
-		if !found {
-			d.warnf(prefix+"."+k, "unknown key ignored (known keys: %s)", strings.Join(known, ", "))
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(known, k) {
+			d.warnf(prefix+"."+k, "unknown key ignored (%sknown keys: %s)", didYouMean(k, known), strings.Join(known, ", "))
 		}
 	}
+}
+
+// strictKeys is unknownKeys for mappings where a misspelt key would
+// silently change what the pod means (a grant entry whose allow: is
+// misspelt falls back to the defaults): an unknown key is an error.
+func (d *decoder) strictKeys(prefix string, m map[string]any, known []string) error {
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(known, k) {
+			return d.errf(prefix+"."+k, fmt.Sprintf("%suse one of: %s", didYouMean(k, known), strings.Join(known, ", ")), "unknown key")
+		}
+	}
+	return nil
+}
+
+// didYouMean suggests the known key nearest to k ("did you mean `tools`? "),
+// when one is within a few edits; else "".
+func didYouMean(k string, known []string) string {
+	best, bestD := "", max(1, len(k)/3)+1
+	for _, kn := range known {
+		if dist := editDistance(strings.ToLower(k), kn); dist < bestD {
+			best, bestD = kn, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "did you mean `" + best + "`? "
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func (d *decoder) podClaw(v any) (Claw, error) {

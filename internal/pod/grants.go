@@ -20,7 +20,9 @@ func (d *decoder) grantName(key, name string) (GrantEntry, error) {
 
 func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
 	g := GrantEntry{Key: key}
-	d.unknownKeys(key, m, []string{"service", "allow"})
+	if err := d.strictKeys(key, m, []string{"service", "allow"}); err != nil {
+		return g, err
+	}
 	svc, err := d.str(key+".service", m["service"], true)
 	if err != nil {
 		return g, err

@@ -179,3 +179,22 @@ func TestDecodeAcceptsForms(t *testing.T) {
 		t.Fatalf("unknown key: %v %v", warns, err)
 	}
 }
+
+// A misspelt key of a grant is an error naming the nearest key (it would
+// otherwise fall back to the defaults silently); a misspelt x-claw key is
+// a warning that suggests the nearest one.
+func TestMisspeltKeys(t *testing.T) {
+	_, _, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tools": []any{map[string]any{"service": "notes", "alow": []any{"add_note"}}}})
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Key != "x-claw.tools[0].alow" || !strings.Contains(pe.Error(), "did you mean `allow`?") {
+		t.Fatalf("grant with a misspelt key: %v", err)
+	}
+	_, warns, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tool": []any{}})
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "x-claw.tool: unknown key ignored (did you mean `tools`?") {
+		t.Fatalf("misspelt x-claw key: %v %q", err, warns)
+	}
+	_, warns, _ = DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "zzzzzz": 1})
+	if len(warns) != 1 || strings.Contains(warns[0], "did you mean") {
+		t.Fatalf("a key near nothing got a suggestion: %q", warns)
+	}
+}
