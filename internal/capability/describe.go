@@ -85,7 +85,7 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 	var w wireDescriptor
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf("not a valid JSON descriptor object: %v", err)
+		return nil, fmt.Errorf("not a valid JSON descriptor object: %s", JSONError(data, err))
 	}
 	if dec.More() {
 		return nil, errors.New("trailing data after the descriptor object")
@@ -355,4 +355,32 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return buf.Bytes()
+}
+
+// JSONError describes a JSON decoding error of data with the line and
+// column it happened at, when the error says where.
+func JSONError(data []byte, err error) string {
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	off := int64(-1)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return err.Error()
+	}
+	line, col := 1, 1
+	for _, c := range data[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
 }

@@ -142,3 +142,19 @@ func TestParseToolsSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// A descriptor that is not valid JSON is reported at its line and column.
+func TestDescriptorJSONErrorPosition(t *testing.T) {
+	_, err := ParseDescriptor([]byte("{\n  \"version\": 2,\n  \"tools\": [\n    {\"name\": \"a\",}\n  ]\n}"))
+	if err == nil || !strings.Contains(err.Error(), "line 4, column 19") {
+		t.Fatalf("%v", err)
+	}
+	_, err = ParseDescriptor([]byte("{\n  \"version\": \"two\"\n}"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("type error: %v", err)
+	}
+	_, err = ParseToolsSnapshot([]byte("\n\n[{\"name\": }]"))
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("snapshot: %v", err)
+	}
+}

@@ -20,8 +20,8 @@ func ParseToolsSnapshot(data []byte) (*Descriptor, error) {
 	var mcp *wireMCP
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '[':
-		if err := json.Unmarshal(trimmed, &tools); err != nil {
-			return nil, fmt.Errorf("not a valid tools/list snapshot: %v", err)
+		if err := json.Unmarshal(data, &tools); err != nil {
+			return nil, fmt.Errorf("not a valid tools/list snapshot: %s", JSONError(data, err))
 		}
 	default:
 		var obj struct {
@@ -31,8 +31,8 @@ func ParseToolsSnapshot(data []byte) (*Descriptor, error) {
 				Tools []wireTool `json:"tools"`
 			} `json:"result"`
 		}
-		if err := json.Unmarshal(trimmed, &obj); err != nil {
-			return nil, fmt.Errorf("not a valid tools/list snapshot: %v", err)
+		if err := json.Unmarshal(data, &obj); err != nil {
+			return nil, fmt.Errorf("not a valid tools/list snapshot: %s", JSONError(data, err))
 		}
 		tools, mcp = obj.Tools, obj.MCP
 		if obj.Result != nil && tools == nil {
