@@ -301,3 +301,35 @@ func TestWriteTightensSecretDirs(t *testing.T) {
 		}
 	}
 }
+
+// A value shaped like a well-known provider's key in an agent's
+// environment is a warning naming the variable, whatever its name; a
+// value that is no such key is not.
+func TestProviderKeyShapesInAgentEnvironment(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	file := filepath.Join(dir, "claw-pod.yml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := "    environment:\n      NOTES_BACKUP: sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123\n      GREETING: hello\n"
+	data = []byte(strings.Replace(string(data), "    image: analyst:latest\n", "    image: analyst:latest\n"+env, 1))
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := build(t, dir, Options{})
+	var hits []string
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "looks like") {
+			hits = append(hits, w)
+		}
+	}
+	if len(hits) != 1 || !strings.Contains(hits[0], `service "analyst": environment.NOTES_BACKUP looks like an Anthropic key`) {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	for v, want := range map[string]string{"sk-proj-" + strings.Repeat("a", 30): "an OpenAI", "gsk_" + strings.Repeat("b", 30): "a Groq", "Bearer sk-or-v1-" + strings.Repeat("c", 30): "an OpenRouter", "sk-short": "", "task-ant-" + strings.Repeat("d", 30): ""} {
+		if got := keyShape(v); got != want {
+			t.Errorf("keyShape(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -149,9 +150,36 @@ func (b *builder) checkStarvation() error {
 			if ok {
 				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("the agent holds the %s provider key; agents reach models only through cllama (credential starvation)", provider), Fix: fmt.Sprintf("move the key to x-claw.cllama-defaults.env and remove %s from the service's environment (and env_file)", name)}
 			}
+			if kind := keyShape(*v); kind != "" {
+				b.warns = append(b.warns, fmt.Sprintf("%s: service %q: environment.%s looks like %s key; agents must not hold provider keys (they reach models only through cllama): move it to x-claw.cllama-defaults.env", b.pod.File, svc.Name, name, kind))
+			}
 		}
 	}
 	return nil
+}
+
+// keyShapes are the forms of well-known providers' API keys, most
+// specific first.
+var keyShapes = []struct {
+	kind string
+	re   *regexp.Regexp
+}{
+	{"an Anthropic", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`)},
+	{"an OpenRouter", regexp.MustCompile(`\bsk-or-[A-Za-z0-9_-]{20,}`)},
+	{"an OpenAI", regexp.MustCompile(`\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`)},
+	{"a Groq", regexp.MustCompile(`\bgsk_[A-Za-z0-9]{20,}`)},
+	{"an xAI", regexp.MustCompile(`\bxai-[A-Za-z0-9]{20,}`)},
+	{"a Google", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+}
+
+// keyShape names the provider whose key v looks like (or holds), or "".
+func keyShape(v string) string {
+	for _, s := range keyShapes {
+		if s.re.MatchString(v) {
+			return s.kind
+		}
+	}
+	return ""
 }
 
 // heldSecret reports which provider's key v holds: the key itself or the
