@@ -125,7 +125,11 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 		} else {
 			for _, name := range g.Tools {
 				if d.Tool(name) == nil {
-					return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key + ".allow", Problem: fmt.Sprintf("tool %q is not declared by %q (descriptor %s declares: %s)", name, g.Service, sd.Location, toolNames(d)), Fix: "grant one of the declared tools, or update the descriptor"}
+					at := key
+					if k, ok := g.NameKeys[name]; ok {
+						at = k
+					}
+					return &pod.Error{File: b.pod.File, Service: svc.Name, Key: at + ".allow", Problem: fmt.Sprintf("tool %q is not declared by %q (descriptor %s declares: %s)", name, g.Service, sd.Location, toolNames(d)), Fix: "grant one of the declared tools, or update the descriptor"}
 				}
 			}
 			for _, t := range d.Tools {

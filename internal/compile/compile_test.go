@@ -3,6 +3,7 @@ package compile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path"
@@ -331,5 +332,32 @@ func TestProviderKeyShapesInAgentEnvironment(t *testing.T) {
 		if got := keyShape(v); got != want {
 			t.Errorf("keyShape(%q) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// A tool the service does not declare, granted after `- ...`, is reported
+// at the entry where it was written, not at the first entry of the merged
+// grant (the pod's default).
+func TestGrantErrorPointsWhereTheNameWasWritten(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	file := filepath.Join(dir, "claw-pod.yml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := "      tools:\n        - ...\n        - service: trading-api\n          allow: [drop_everything]\n"
+	data = []byte(strings.Replace(string(data), "      agent: agents/analyst\n", "      agent: agents/analyst\n"+grant, 1))
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), loadPod(t, dir), Options{})
+	var pe *pod.Error
+	if !errors.As(err, &pe) || pe.Key != "x-claw.tools[1].allow" || !strings.Contains(pe.Problem, `"drop_everything"`) {
+		t.Fatalf("error %v (key %q)", err, func() string {
+			if pe != nil {
+				return pe.Key
+			}
+			return ""
+		}())
 	}
 }

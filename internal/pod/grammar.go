@@ -150,6 +150,9 @@ type Grant struct {
 	Tools   []string
 	// Keys are the entries that contributed, for errors and inspection.
 	Keys []string
+	// NameKeys is, per tool name, the entry that first granted it: an
+	// error about one name points where that name was written.
+	NameKeys map[string]string
 }
 
 // FeedEntry is one feeds: / feeds-defaults: entry before expansion.

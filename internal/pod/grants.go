@@ -91,6 +91,12 @@ func NormaliseGrants(entries []GrantEntry) []Grant {
 		g.All = g.All || e.All
 		for _, n := range e.Names {
 			names[e.Service][n] = true
+			if g.NameKeys == nil {
+				g.NameKeys = map[string]string{}
+			}
+			if _, ok := g.NameKeys[n]; !ok {
+				g.NameKeys[n] = e.Key
+			}
 		}
 	}
 	out := make([]Grant, 0, len(by))

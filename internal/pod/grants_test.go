@@ -67,7 +67,7 @@ tools-defaults:
 			}
 			got := NormaliseGrants(entries)
 			for i := range got {
-				got[i].Keys = nil
+				got[i].Keys, got[i].NameKeys = nil, nil
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
