@@ -196,7 +196,7 @@ func parseDescriptorBytes(service, kind, loc string, data []byte) (*ServiceDescr
 		d, err = capability.ParseDescriptor(data)
 	}
 	if err != nil {
-		e := &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (the README's \"Descriptor lookup\" paragraph says what is checked)"}
+		e := &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (README: \"Descriptor fields\")"}
 		var fe *capability.FieldError
 		if errors.As(err, &fe) {
 			e.Key, e.Problem = fe.Field, "invalid descriptor: "+fe.Problem

@@ -1,0 +1,31 @@
+package capability
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The README's descriptor example is a valid descriptor.
+func TestReadmeDescriptorExample(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "#### Descriptor fields")
+	if !ok {
+		t.Fatal("README has no descriptor field reference")
+	}
+	_, rest, ok = strings.Cut(rest, "```json\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no JSON example under the descriptor field reference")
+	}
+	d, err := ParseDescriptor([]byte(block))
+	if err != nil {
+		t.Fatalf("README example: %v", err)
+	}
+	if len(d.Tools) != 2 || len(d.Feeds) != 1 || d.Skill == "" || d.Tool("execute_trade") == nil {
+		t.Fatalf("README example parsed as %+v", d)
+	}
+}
