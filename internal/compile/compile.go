@@ -88,17 +88,23 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if err := b.checkAgentIDs(); err != nil {
 		return nil, err
 	}
+	// Problems of different services are all reported in one run (the
+	// first of each service).
+	var problems pod.Errors
 	for _, name := range p.ServiceNames() {
 		svc := p.Services[name]
 		if svc.IsAgent() {
 			continue
 		}
 		sd, err := b.lookupDescriptor(ctx, svc)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			sd, err = b.withToolManifests(svc, sd)
 		}
-		if sd, err = b.withToolManifests(svc, sd); err != nil {
-			return nil, err
+		if err != nil {
+			if !problems.Collect(err) {
+				return nil, err
+			}
+			continue
 		}
 		if sd != nil {
 			b.descs[name] = sd
@@ -107,6 +113,11 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 				b.warns = append(b.warns, w)
 			}
 		}
+	}
+	if err := problems.Err(); err != nil {
+		// Agents' grants of a service whose descriptor failed would
+		// only repeat it.
+		return nil, err
 	}
 	providers, err := b.providers()
 	if err != nil {
@@ -125,10 +136,16 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 			}
 			a, err := b.agent(ctx, svc, id, idx)
 			if err != nil {
-				return nil, err
+				if !problems.Collect(err) {
+					return nil, err
+				}
+				break // the service's other replicas would say the same
 			}
 			res.Agents = append(res.Agents, a)
 		}
+	}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	if err := b.checkStarvation(); err != nil {
 		return nil, err

@@ -361,3 +361,32 @@ func TestGrantErrorPointsWhereTheNameWasWritten(t *testing.T) {
 		}())
 	}
 }
+
+// Problems of different services are reported in one run, sorted by
+// service, so an operator fixes them in one pass.
+func TestEveryServicesProblemInOneRun(t *testing.T) {
+	dir := copyCase(t, "trading-desk")
+	file := filepath.Join(dir, "claw-pod.yml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "      agent: agents/analyst\n", "      agent: agents/analyst\n      tools: [{service: trading-api, allow: [nope_one]}]\n", 1)
+	text = strings.Replace(text, "        - service: trading-api\n          allow: all\n", "        - service: trading-api\n          allow: [nope_two]\n", 1)
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), loadPod(t, dir), Options{})
+	var many pod.Errors
+	if !errors.As(err, &many) || len(many) != 2 {
+		t.Fatalf("want both agents' problems, got %v", err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "2 problems:") || strings.Index(msg, `"nope_one"`) > strings.Index(msg, `"nope_two"`) || strings.Index(msg, `"nope_one"`) < 0 {
+		t.Fatalf("message:\n%s", msg)
+	}
+	var first *pod.Error
+	if !errors.As(err, &first) || first.Service != "analyst" || !errors.Is(err, pod.ErrInvalid) {
+		t.Fatalf("errors.As gives %+v", first)
+	}
+}

@@ -2,6 +2,8 @@ package pod
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -47,3 +49,79 @@ func (e *Error) Error() string {
 
 // Is makes errors.Is(err, ErrInvalid) true for every *Error.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// MaxReported bounds the errors an Errors lists; the rest are counted.
+const MaxReported = 20
+
+// Errors is every problem one run found, so an operator fixes them in one
+// pass. Error lists them sorted by file, service and key, one per line,
+// at most MaxReported of them.
+type Errors []*Error
+
+func (es Errors) sorted() Errors {
+	out := append(Errors(nil), es...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		return a.Key < b.Key
+	})
+	return out
+}
+
+func (es Errors) Error() string {
+	var b strings.Builder
+	s := es.sorted()
+	fmt.Fprintf(&b, "%d problems:", len(s))
+	for i, e := range s {
+		if i == MaxReported {
+			fmt.Fprintf(&b, "\n  … and %d more", len(s)-MaxReported)
+			break
+		}
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.As and errors.Is the problems, first by position.
+func (es Errors) Unwrap() []error {
+	s := es.sorted()
+	out := make([]error, len(s))
+	for i, e := range s {
+		out[i] = e
+	}
+	return out
+}
+
+// Collect adds err to es when it is an *Error (or an Errors) and reports
+// whether it did; any other error is not a problem of the pod's text and
+// is the caller's to return at once.
+func (es *Errors) Collect(err error) bool {
+	var many Errors
+	if errors.As(err, &many) {
+		*es = append(*es, many...)
+		return true
+	}
+	var one *Error
+	if errors.As(err, &one) {
+		*es = append(*es, one)
+		return true
+	}
+	return false
+}
+
+// Err is nil for no problem, the problem itself for one, else es.
+func (es Errors) Err() error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	return es
+}

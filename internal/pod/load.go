@@ -111,8 +111,11 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 	for _, n := range unrunnable {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: service %q has neither image nor build; `claw up` needs one", file, n))
 	}
+	// Every service's problems are reported in one run (the first of
+	// each), not only the first service's.
+	var problems Errors
 	claw, warns, err := DecodePodClaw(file, project.Extensions[ExtensionKey])
-	if err != nil {
+	if err != nil && !problems.Collect(err) {
 		return nil, err
 	}
 	p.Claw = claw
@@ -127,12 +130,18 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 		if raw, ok := sc.Extensions[ExtensionKey]; ok {
 			c, warns, err := DecodeServiceClaw(file, name, raw)
 			if err != nil {
-				return nil, err
+				if !problems.Collect(err) {
+					return nil, err
+				}
+				continue
 			}
 			svc.Claw = c
 			p.Warnings = append(p.Warnings, warns...)
 		}
 		p.Services[name] = svc
+	}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	if err := p.checkDefaults(); err != nil {
 		return nil, err

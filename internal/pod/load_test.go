@@ -93,3 +93,24 @@ func TestLoadWithoutImage(t *testing.T) {
 		t.Fatalf("unrunnable %v warnings %v", p.Unrunnable, p.Warnings)
 	}
 }
+
+// Two services' problems are reported in one run, in service order.
+func TestLoadReportsEveryServicesProblem(t *testing.T) {
+	file := writePod(t, map[string]string{DefaultFile: `services:
+  zed:
+    image: z
+    x-claw: {cllama: passthrough, count: many}
+  alpha:
+    image: a
+    x-claw: {cllama: passthrough, tools: [{service: zed, alow: all}]}
+`})
+	_, err := Load(context.Background(), LoadOptions{File: file})
+	var many Errors
+	if !errors.As(err, &many) || len(many) != 2 {
+		t.Fatalf("want both services' problems, got %v", err)
+	}
+	msg := err.Error()
+	if i, j := strings.Index(msg, `service "alpha"`), strings.Index(msg, `service "zed"`); i < 0 || j < 0 || i > j {
+		t.Fatalf("not in service order:\n%s", msg)
+	}
+}
