@@ -143,6 +143,10 @@ func (s *Server) decodeResponses(body []byte) (*Conversation, error) {
 			}
 		case "function_call", "custom_tool_call":
 			callNames[it.CallID] = it.Name
+		case "function_call_output", "custom_tool_call_output":
+			if text, _ := openAIText(it.Output); text != "" {
+				c.allText = append(c.allText, text)
+			}
 		case "reasoning":
 			c.ReasoningItems++
 			if it.Encrypted != nil && *it.Encrypted != "" {
@@ -161,7 +165,6 @@ func (s *Server) decodeResponses(body []byte) (*Conversation, error) {
 			break
 		}
 		text, _ := openAIText(it.Output)
-		c.allText = append(c.allText, text)
 		c.ToolResults = append([]ToolResult{{ID: it.CallID, Name: callNames[it.CallID], Content: text}}, c.ToolResults...)
 	}
 	return c, nil
