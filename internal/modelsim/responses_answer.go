@@ -116,7 +116,7 @@ func (s *Server) streamResponses(sw *sse.Writer, c *Conversation, a answer, crea
 			if err := emit("response.content_part.added", with("part", map[string]any{"type": "output_text", "text": "", "annotations": []any{}})); err != nil {
 				return err
 			}
-			for _, p := range wire.ChunkText(text, 24) {
+			for _, p := range wire.ChunkText(text, pieceSize(len(text), 24)) {
 				ev := with("delta", p)
 				ev["logprobs"] = []any{}
 				if err := emit("response.output_text.delta", ev); err != nil {
@@ -133,7 +133,7 @@ func (s *Server) streamResponses(sw *sse.Writer, c *Conversation, a answer, crea
 			}
 		case "function_call":
 			args, _ := item["arguments"].(string)
-			for _, p := range wire.ChunkText(args, 16) {
+			for _, p := range wire.ChunkText(args, pieceSize(len(args), 16)) {
 				if err := emit("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": p}); err != nil {
 					return err
 				}
@@ -147,4 +147,11 @@ func (s *Server) streamResponses(sw *sse.Writer, c *Conversation, a answer, crea
 		}
 	}
 	return emit("response.completed", map[string]any{"response": obj})
+}
+
+// pieceSize is how many bytes of an n-byte text each delta carries: at most
+// most, and few enough that anything longer than a few characters arrives
+// in at least two deltas, so a client's accumulation is exercised.
+func pieceSize(n, most int) int {
+	return min(most, max(4, (n+1)/2))
 }

@@ -134,7 +134,8 @@ func TestResponsesStreamWithTheSDK(t *testing.T) {
 		return n
 	}
 	if types[0] != "response.created" || types[1] != "response.in_progress" || types[len(types)-1] != "response.completed" ||
-		count("response.created") != 1 || count("response.completed") != 1 {
+		count("response.created") != 1 || count("response.completed") != 1 ||
+		count("response.output_text.delta") < 2 || count("response.function_call_arguments.delta") < 2 {
 		t.Fatalf("event order %v", types)
 	}
 	if text.String() != "Let me check." || arg.String() != `{"city":"Paris"}` || final.OutputText() != "Let me check." {
