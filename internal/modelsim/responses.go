@@ -81,7 +81,7 @@ func (s *Server) decodeResponses(body []byte) (*Conversation, error) {
 	}
 	rt := &respTurn{req: req, store: req.Store == nil || *req.Store}
 	if req.Previous != "" {
-		prev := s.storedResponse(req.Previous)
+		prev := s.kept.get(req.Previous)
 		if prev == nil {
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "previous_response_not_found", param: "previous_response_id",
 				msg: fmt.Sprintf("Previous response with id '%s' not found.", req.Previous)}
@@ -151,7 +151,7 @@ func (s *Server) decodeResponses(body []byte) (*Conversation, error) {
 			c.ReasoningItems++
 			if it.Encrypted != nil && *it.Encrypted != "" {
 				c.EncryptedReasoningItems++
-			} else if !rt.store && !s.knownItem(it.ID) {
+			} else if !rt.store && !s.kept.hasItem(it.ID) {
 				return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "input",
 					msg: fmt.Sprintf("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", it.ID)}
 			}

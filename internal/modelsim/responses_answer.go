@@ -46,7 +46,7 @@ func (s *Server) responseObject(c *Conversation, a answer, created time.Time) (m
 			"total_tokens": a.Usage.InputTokens + a.Usage.OutputTokens},
 	}
 	if rt.store {
-		s.keep(a.ID, &stored{body: mustMarshal(obj), input: rt.input, output: output})
+		s.kept.add(a.ID, &stored{body: mustMarshal(obj), input: s.withIDs(rt.input), output: output})
 	}
 	return obj, output
 }

@@ -73,8 +73,9 @@ func TestResponsesWithTheSDK(t *testing.T) {
 		t.Fatalf("get: %v %+v", err, got)
 	}
 	items, err := c.Responses.InputItems.List(ctx, second.ID, responses.InputItemListParams{})
-	if err != nil || len(items.Data) != 4 || items.Data[3].Type != "function_call_output" {
-		t.Fatalf("input items: %v %+v", err, items)
+	// Newest first, as the API lists them by default.
+	if err != nil || len(items.Data) != 4 || items.Data[0].Type != "function_call_output" || items.Data[3].Role != "user" {
+		t.Fatalf("input items: %v %s", err, items.RawJSON())
 	}
 	if err := c.Responses.Delete(ctx, first.ID); err != nil {
 		t.Fatalf("delete: %v", err)
@@ -163,7 +164,7 @@ func TestResponsesReasoningWithoutStore(t *testing.T) {
 	if res.StatusCode != 200 || json.Unmarshal(body, &first) != nil || len(first.Output) < 2 || !strings.Contains(string(first.Output[0]), `"encrypted_content":"sim-encrypted:`) {
 		t.Fatalf("%d %s", res.StatusCode, body)
 	}
-	if srv.storedResponse(first.ID) != nil {
+	if srv.kept.get(first.ID) != nil {
 		t.Fatal("a store:false response was kept")
 	}
 	bare := strings.Replace(string(first.Output[0]), `"encrypted_content"`, `"other"`, 1)
