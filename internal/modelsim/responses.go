@@ -27,6 +27,10 @@ type respRequest struct {
 	Previous     string          `json:"previous_response_id"`
 	Include      []string        `json:"include"`
 	Reasoning    json.RawMessage `json:"reasoning"`
+	// Echoed in the response as given.
+	Text            json.RawMessage `json:"text"`
+	Metadata        json.RawMessage `json:"metadata"`
+	MaxOutputTokens json.RawMessage `json:"max_output_tokens"`
 }
 
 // respItem is the part of an input item the simulator reads.
