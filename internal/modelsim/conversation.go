@@ -12,29 +12,34 @@ const (
 )
 
 // Conversation is what rules look at: a request reduced to the facts the
-// script format can match on, the same for both APIs.
+// script format can match on, the same for every API.
 type Conversation struct {
 	Format string `json:"format"`
 	Model  string `json:"model"`
 	Stream bool   `json:"stream"`
 	// IncludeUsage: OpenAI stream_options.include_usage.
 	IncludeUsage bool `json:"include_usage,omitempty"`
-	// System is the system prompt: OpenAI system and developer messages,
-	// or Anthropic's system field, joined with blank lines.
+	// System is the system prompt: OpenAI system and developer messages
+	// (after the instructions, for Responses), or Anthropic's system
+	// field, joined with blank lines.
 	System string `json:"system,omitempty"`
 	// LastUserText is the text of the most recent user message that has
 	// text (Anthropic tool results travel in user messages; they do not
 	// count).
 	LastUserText string `json:"last_user_text,omitempty"`
-	// ToolResults are the tool results in the last message, if any.
+	// ToolResults are the tool results in the last message, if any; for
+	// Responses, the trailing run of function_call_output (and
+	// custom_tool_call_output) items.
 	ToolResults []ToolResult `json:"tool_results,omitempty"`
 	// Tools are the names of the offered tools, in request order.
-	Tools    []string `json:"tools,omitempty"`
-	Messages int      `json:"messages"`
+	Tools []string `json:"tools,omitempty"`
+	// Messages counts the messages; for Responses, the input items,
+	// previous turns included.
+	Messages int `json:"messages"`
 	// Responses API only: the previous_response_id and store the request
-	// gave, and how many reasoning items its input carried (and how many
-	// of them with encrypted_content), so tests can see reasoning carried
-	// from round to round.
+	// gave, and how many reasoning items its input carried, previous
+	// turns included (and how many of them with encrypted_content), so
+	// tests can see reasoning carried from round to round.
 	PreviousResponseID      string `json:"previous_response_id,omitempty"`
 	Store                   *bool  `json:"store,omitempty"`
 	ReasoningItems          int    `json:"reasoning_items,omitempty"`

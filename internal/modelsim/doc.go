@@ -1,7 +1,8 @@
 // Package modelsim is a scripted model provider: it speaks the OpenAI chat
 // completions, OpenAI Responses and Anthropic messages APIs (streaming and
-// not; Responses with stored responses and previous_response_id) and answers
-// from a script of rules instead of a model. It serves offline demos, users'
+// not; Responses with kept responses, previous_response_id, reasoning items
+// and GET/DELETE /v1/responses/{id} and its input_items) and answers from a
+// script of rules instead of a model. It serves offline demos, users'
 // own pod tests, and this project's end-to-end tests, which can also read
 // back every request it received (what tools were offered, whether feeds
 // reached the system prompt).

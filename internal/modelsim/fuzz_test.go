@@ -1,8 +1,15 @@
 package modelsim
 
 import (
+	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 func FuzzParseScript(f *testing.F) {
@@ -84,15 +91,47 @@ func FuzzDecodeResponses(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":"hi"}`))
 	f.Add([]byte(`{"model":"m","instructions":"be brief","input":[{"role":"developer","content":"feed"},{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"e"},{"type":"function_call","call_id":"c1","name":"t","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"r"}],"tools":[{"type":"function","name":"t","parameters":{}},{"type":"web_search"}],"stream":true,"store":false}`))
 	f.Add([]byte(`{"model":"m","previous_response_id":"resp_x","input":[{"type":"custom_tool_call_output","call_id":"c","output":[{"type":"input_text","text":"x"}]}]}`))
+	f.Add([]byte(`{"model":"m","store":false,"input":[{"role":"user","content":"q"},{"type":"reasoning","id":"rs_sim000003","summary":[]},{"type":"item_reference","id":"msg_1"},null]}`))
+	// As the official SDK writes them.
+	for _, p := range []responses.ResponseNewParams{
+		{Model: "gpt-5", Instructions: openai.String("be brief"), Tools: weatherTool("svc__t"), Input: userInput("weather?"),
+			Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow}, Include: []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}},
+		{Model: "gpt-5", PreviousResponseID: openai.String(fuzzKeptID), Store: openai.Bool(false), Input: inputItems(callOutput("call_sim000002", "sunny"))},
+	} {
+		b, err := json.Marshal(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	sc := mustParseF(matchScript)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s, err := NewServer(Options{Script: &Script{}})
+		s, err := NewServer(Options{Script: sc})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A kept response for previous_response_id to continue from.
+		kept, err := s.decodeResponses([]byte(`{"model":"m","reasoning":{},"input":"buy 5 shares of ACME"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := s.responseObject(kept, s.makeAnswer(kept, &sc.Rules[0]), time.Unix(0, 0)).ID; id != fuzzKeptID {
+			t.Fatalf("kept response is %s, want %s", id, fuzzKeptID)
 		}
 		c, err := s.decodeResponses(body)
 		if err != nil {
 			return
 		}
 		checkConversation(t, c)
+		// Answering keeps the request's items; listing reads them back.
+		if c.resp.store {
+			obj := s.responseObject(c, s.makeAnswer(c, &sc.Rules[0]), time.Unix(0, 0))
+			if _, err := inputItemsPage(s.kept.get(obj.ID), url.Values{"order": {"asc"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }
+
+// fuzzKeptID is the id of the first response a fresh server makes.
+const fuzzKeptID = "resp_sim000001"

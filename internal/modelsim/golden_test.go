@@ -31,6 +31,8 @@ func TestWireGolden(t *testing.T) {
 		{"openai-stream", "/v1/chat/completions", `{"model":"gpt-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"price?"}],"tools":[{"type":"function","function":{"name":"market__lookup_symbol"}}]}`},
 		{"anthropic-plain", "/v1/messages", `{"model":"claude-x","max_tokens":100,"messages":[{"role":"user","content":"price?"}],"tools":[{"name":"market__lookup_symbol","input_schema":{"type":"object"}}]}`},
 		{"anthropic-stream", "/v1/messages", `{"model":"claude-x","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"price?"}],"tools":[{"name":"market__lookup_symbol","input_schema":{"type":"object"}}]}`},
+		{"responses-plain", "/v1/responses", `{"model":"gpt-x","input":"price?","tools":[{"type":"function","name":"market__lookup_symbol","parameters":{"type":"object"},"strict":false}],"reasoning":{"effort":"low"},"include":["reasoning.encrypted_content"]}`},
+		{"responses-stream", "/v1/responses", `{"model":"gpt-x","stream":true,"store":false,"instructions":"Be brief.","input":[{"role":"user","content":"price?"}],"tools":[{"type":"function","name":"market__lookup_symbol","parameters":{"type":"object"},"strict":false}],"reasoning":{"effort":"low"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := ParseScript([]byte(goldenScript))

@@ -34,6 +34,9 @@ rules:
   - name: openai-model
     match: {model: gpt-4o}
     reply: {text: hello gpt}
+  - name: responses-only
+    match: {format: responses}
+    reply: {text: hello responses}
 `
 
 func TestRuleMatching(t *testing.T) {
@@ -62,6 +65,7 @@ func TestRuleMatching(t *testing.T) {
 		{"format and model", Conversation{Format: FormatAnthropic, Model: "claude-x"}, "claude-only"},
 		{"model after provider prefix", Conversation{Format: FormatOpenAI, Model: "openai/gpt-4o"}, "openai-model"},
 		{"wrong format", Conversation{Format: FormatOpenAI, Model: "claude-x"}, ""},
+		{"responses format", Conversation{Format: FormatResponses, Model: "gpt-5"}, "responses-only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""

@@ -107,7 +107,8 @@ func decodeOpenAI(body []byte) (*Conversation, error) {
 }
 
 // openAIText flattens message content: a string, null, or an array of parts
-// of which only text parts count.
+// of which only text parts count (chat completions "text"; Responses
+// "input_text", and "output_text" in assistant messages).
 func openAIText(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -126,7 +127,7 @@ func openAIText(raw json.RawMessage) (string, error) {
 	}
 	var texts []string
 	for _, p := range parts {
-		if p.Type == "text" || p.Type == "input_text" {
+		if p.Type == "text" || p.Type == "input_text" || p.Type == "output_text" {
 			texts = append(texts, p.Text)
 		}
 	}

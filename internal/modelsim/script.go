@@ -54,12 +54,14 @@ type Match struct {
 	// "/" does (so "gpt-4o" matches "openai/gpt-4o").
 	Model string `yaml:"model" json:"model,omitempty"`
 	// SystemContains: the system prompt (OpenAI system and developer
-	// messages, Anthropic system) contains this.
+	// messages, Responses instructions too, Anthropic system) contains
+	// this.
 	SystemContains string `yaml:"system_contains" json:"system_contains,omitempty"`
 	// ContextContains: any text anywhere in the request (system, every
 	// message, tool results) contains this.
 	ContextContains string `yaml:"context_contains" json:"context_contains,omitempty"`
-	// Format: "openai" or "anthropic": which API the request used.
+	// Format: which API the request used: "openai" (chat completions),
+	// "anthropic" (messages) or "responses" (the OpenAI Responses API).
 	Format string `yaml:"format" json:"format,omitempty"`
 
 	userRe *regexp.Regexp
@@ -180,8 +182,10 @@ func (r *Rule) compile() error {
 		}
 		m.userRe = re
 	}
-	if m.Format != "" && m.Format != FormatOpenAI && m.Format != FormatAnthropic {
-		return fmt.Errorf("format %q: want %q or %q", m.Format, FormatOpenAI, FormatAnthropic)
+	switch m.Format {
+	case "", FormatOpenAI, FormatAnthropic, FormatResponses:
+	default:
+		return fmt.Errorf("format %q: want %q, %q or %q", m.Format, FormatOpenAI, FormatAnthropic, FormatResponses)
 	}
 	rep := &r.Reply
 	if rep.Error != nil {

@@ -37,14 +37,13 @@ type Server struct {
 	ids    ids
 	mux    *http.ServeMux
 
-	mu      sync.Mutex // guards records, seq, stored and writes to RequestLog
+	mu      sync.Mutex // guards records, seq and writes to RequestLog
 	records []Record
 	seq     int
-	// stored are the Responses API responses kept for
-	// previous_response_id and GET /v1/responses/{id}, oldest first in
-	// storedOrder, at most KeepRequests.
-	stored      map[string]*stored
-	storedOrder []string
+	// kept are the Responses API responses kept for
+	// previous_response_id and GET /v1/responses/{id}, at most
+	// KeepRequests.
+	kept *keptResponses
 }
 
 // Record is one request the server received, as GET /requests and the
@@ -83,7 +82,7 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, kept: newKeptResponses(opts.KeepRequests)}
 	s.script.Store(opts.Script)
 	mux := http.NewServeMux()
 	// Base URLs usually end in /v1, but accept them without it too.
