@@ -41,6 +41,17 @@ func TestParseToolsDefaultsAndOverrides(t *testing.T) {
 	}
 }
 
+func TestParseToolsModes(t *testing.T) {
+	m, err := ParseTools([]byte(validTools))
+	if err != nil || m.Tools[0].Native() || m.Tools[0].Mode != "" {
+		t.Fatalf("a tool without mode must read as mediated: %+v, %v", m, err)
+	}
+	n, err := ParseTools([]byte(strings.Replace(validTools, `"description": "ctx",`, `"description": "ctx", "mode": "native",`, 1)))
+	if err != nil || !n.Tools[0].Native() {
+		t.Fatalf("mode native: %+v, %v", n, err)
+	}
+}
+
 func TestParseToolsErrorsNameTheField(t *testing.T) {
 	cases := map[string]struct{ from, to, want string }{
 		"bad transport":    {`"transport":"http"`, `"transport":"grpc"`, "tools[0].execution.transport"},
@@ -53,6 +64,7 @@ func TestParseToolsErrorsNameTheField(t *testing.T) {
 		"service mismatch": {`"service":"trading-api"`, `"service":"other"`, "tools[0].execution.service"},
 		"version":          {`"version": 1`, `"version": 7`, "version"},
 		"bearer no token":  {`"token":"t"`, `"token":""`, "tools[0].execution.auth.token"},
+		"unknown mode":     {`"description": "ctx",`, `"description": "ctx", "mode": "auto",`, "tools[0].mode"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

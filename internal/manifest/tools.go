@@ -41,8 +41,28 @@ type Tool struct {
 	// OutputSchema, when present, is a JSON Schema results are checked against.
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
-	Execution    Execution       `json:"execution"`
+	// Mode is how the agent reaches the tool: ModeMediated (cllama adds
+	// it to model requests and runs the model's calls) or ModeNative (the
+	// runner lists and calls it on cllama's MCP endpoint, /mcp). Empty
+	// reads as mediated, the mode of every tools.json written before
+	// modes existed. A tool has one mode per agent.
+	Mode      string    `json:"mode,omitempty"`
+	Execution Execution `json:"execution"`
 }
+
+// Tool modes (pod key `mode`, x-claw.tools-mode).
+const (
+	ModeMediated = "mediated"
+	ModeNative   = "native"
+)
+
+// Native reports whether the tool is served on /mcp rather than added to
+// model requests.
+func (t *Tool) Native() bool { return t.Mode == ModeNative }
+
+// ValidMode reports whether m names a tool mode ("" is not one: callers
+// that accept a default say so).
+func ValidMode(m string) bool { return m == ModeMediated || m == ModeNative }
 
 // Annotations are MCP tool annotations plus the descriptor's readOnly.
 // They are untrusted hints (MCP) used for policy and audit display.
@@ -257,6 +277,9 @@ func (t *Tool) validate() error {
 	}
 	if err := ValidateSchemaObject(t.InputSchema); err != nil {
 		return fmt.Errorf(".inputSchema: %v", err)
+	}
+	if t.Mode != "" && !ValidMode(t.Mode) {
+		return fmt.Errorf(".mode: %q must be %q or %q", t.Mode, ModeMediated, ModeNative)
 	}
 	if len(t.OutputSchema) > 0 {
 		if err := ValidateSchemaObject(t.OutputSchema); err != nil {
