@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
@@ -26,11 +24,6 @@ type seenCall struct {
 	// duplicate_count of a repeat is its ordinal (1 for the first repeat).
 	count int
 }
-
-// runnerGrace is how long past a call's own timeout the loop waits for a
-// Runner that ignores its context, so a misbehaving Runner cannot hang a
-// turn.
-const runnerGrace = 2 * time.Second
 
 // playRound answers one response's calls, appends the assistant turn and
 // the results to the upstream request, and records the round.
@@ -133,7 +126,8 @@ func dedupe(s []string) []string {
 // execute runs one proxy-owned call: unknown names and malformed arguments
 // fail closed without reaching a service; a repeat of an earlier call of
 // this turn is answered duplicate_tool_call; anything else goes to the
-// Runner with the agent's projected credential.
+// Runner with the agent's projected credential (internal/toolcall, as a
+// native call does).
 func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manifest.Tool) (history.ToolCall, wire.Result) {
 	if tool == nil {
 		env := toolexec.Fail(toolexec.CodeUnknownTool, fmt.Sprintf("unknown tool %q: it is neither a managed tool of this agent nor one of the runner's tools", c.Name), 0)
@@ -144,7 +138,7 @@ func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manife
 		env := toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
 		return t.answer(round, c, tool, rawArguments(c.Arguments), env, 0)
 	}
-	executed := effectiveArguments(args, t.x.Agent.ID)
+	executed := toolcall.Executed(args, t.x.Agent.ID)
 	key := tool.Name + "\x00" + string(executed)
 	// The trace shows the arguments as executed, and the model's beside
 	// them when they differ: an operator reading another agent's claw_id
@@ -163,133 +157,26 @@ func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manife
 		return record(tc), res
 	}
 	t.seen[key] = &seenCall{round: round}
-	timeout := time.Duration(t.policy.TimeoutPerToolMS) * time.Millisecond
-	if ms := tool.Execution.TimeoutMS; ms > 0 {
-		timeout = time.Duration(ms) * time.Millisecond
-	}
-	call := toolexec.Call{AgentID: t.x.Agent.ID, Tool: tool, Arguments: args, Timeout: timeout, MaxResultBytes: t.policy.MaxToolResultBytes}
-	if sa := t.x.Agent.ServiceAuth[tool.Execution.Service]; sa != nil {
-		call.Auth = sa.Bearer()
-	}
-	start := t.m.opt.Now()
-	env := t.invoke(ctx, call, timeout+runnerGrace)
-	latency := t.m.opt.Now().Sub(start).Milliseconds()
-	tc, res := t.answer(round, c, tool, args, checkEnvelope(env, t.policy.MaxToolResultBytes), latency)
+	out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: tool, Arguments: args, Policy: t.policy}, t.m.opt.Now,
+		func(p any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", p)) })
+	tc, res := t.answer(round, c, tool, args, out.Envelope, out.LatencyMS)
 	return record(tc), res
-}
-
-// invoke calls the Runner, bounded even when it ignores its context.
-func (t *turn) invoke(ctx context.Context, call toolexec.Call, bound time.Duration) toolexec.Envelope {
-	cctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	done := make(chan toolexec.Envelope, 1)
-	go func() {
-		defer func() {
-			// A Runner bug fails this call, not the process.
-			if p := recover(); p != nil {
-				done <- toolexec.Fail(toolexec.CodeToolError, "the tool could not be executed (internal error)", 0)
-				t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", p))
-			}
-		}()
-		done <- t.m.opt.Runner.Run(cctx, call)
-	}()
-	select {
-	case env := <-done:
-		return env
-	case <-cctx.Done():
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return toolexec.Fail(toolexec.CodeTimeout, fmt.Sprintf("service did not respond within %s", call.Timeout), toolexec.RPCTimeout)
-		}
-		return toolexec.Fail(toolexec.CodeCanceled, "the mediated turn ended before the call finished", 0)
-	}
-}
-
-// checkEnvelope enforces the envelope contract whatever the Runner did:
-// a failure has an error, data is valid JSON, and data over the limit is
-// cut with truncated/original_bytes (spec 000 "Truncation MUST be
-// explicit").
-func checkEnvelope(env toolexec.Envelope, max int) toolexec.Envelope {
-	if !env.OK && env.Error == nil {
-		env.Error = &toolexec.Error{Code: toolexec.CodeToolError, Message: "the tool failed without a reason"}
-	}
-	if len(env.Data) > 0 && !json.Valid(env.Data) {
-		env.Data = wire.Quote(string(env.Data))
-	}
-	if env.OK && !env.Truncated && max > 0 && len(env.Data) > max {
-		cut := string(env.Data[:max])
-		for len(cut) > 0 && !utf8.ValidString(cut) {
-			cut = cut[:len(cut)-1]
-		}
-		env.OriginalBytes = len(env.Data)
-		env.Truncated = true
-		env.Data = wire.Quote(cut)
-	}
-	return env
 }
 
 // answer turns an envelope into the call's trace entry, its tool result
 // and its audit event.
 func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64) (history.ToolCall, wire.Result) {
-	content, err := json.Marshal(env)
-	if err != nil {
-		content, _ = json.Marshal(toolexec.Fail(toolexec.CodeToolError, "result could not be encoded", 0))
-	}
+	content := toolcall.Encode(env)
 	tc := history.ToolCall{Name: c.Name, Arguments: args, Result: content, LatencyMS: latency}
 	if tool != nil {
 		tc.Name, tc.Service = tool.Name, tool.Execution.Service
 	}
-	status := "ok"
-	if !env.OK {
-		status = env.Error.Code
-	}
+	status := toolcall.Status(env)
 	if tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
 		t.m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
 			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency)})
 	}
 	return tc, wire.Result{CallID: c.ID, Content: content, IsError: !env.OK}
-}
-
-// effectiveArguments is args as the service receives them as far as
-// duplicates care: toolexec drops every other spelling of claw_id
-// (toolexec.SpellsClawID) and forces claw_id to the agent's id, so calls
-// differing only there are one call.
-func effectiveArguments(args json.RawMessage, agentID string) json.RawMessage {
-	if !containsFold(args, "claw") && !bytes.Contains(args, []byte(`\u`)) {
-		return args // cannot hold a claw_id key, escaped or not
-	}
-	obj, err := wire.DecodeObject(args)
-	if err != nil {
-		return args
-	}
-	changed := false
-	for k := range obj {
-		if k != "claw_id" && toolexec.SpellsClawID(k) {
-			delete(obj, k)
-			changed = true
-		}
-	}
-	if _, ok := obj["claw_id"]; ok {
-		obj["claw_id"] = wire.Quote(agentID)
-		changed = true
-	}
-	if !changed {
-		return args
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return args
-	}
-	return b
-}
-
-// containsFold reports whether b contains the ASCII word w in any case.
-func containsFold(b []byte, w string) bool {
-	for i := 0; i+len(w) <= len(b); i++ {
-		if bytes.EqualFold(b[i:i+len(w)], []byte(w)) {
-			return true
-		}
-	}
-	return false
 }
 
 // rawArguments makes arguments safe to keep as JSON in the trace.

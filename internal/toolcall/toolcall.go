@@ -1,0 +1,184 @@
+// Package toolcall runs one governed managed call the way every mode
+// does: the call is built from the agent's compiled context (the policy's
+// per-tool timeout unless the tool sets its own, the result size cap, the
+// agent's projected service credential), handed to a toolexec.Runner
+// under a bound that holds even when the Runner ignores its context, and
+// its envelope checked before anyone sees it. Mediated calls
+// (internal/mediate, the model loop) and native calls (internal/broker,
+// cllama's MCP endpoint) both go through Run, so a rule fixed here holds
+// for both.
+//
+// It owns no protocol: what a call looks like to a model or an MCP
+// client, duplicates, rounds and budgets belong to the callers.
+package toolcall
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/wire"
+)
+
+// Grace is how long past a call's own timeout Run waits for a Runner
+// that ignores its context, so a misbehaving Runner cannot hang a caller.
+const Grace = 2 * time.Second
+
+// Call is one call to run.
+type Call struct {
+	Agent *agentctx.Agent
+	Tool  *manifest.Tool
+	// Arguments is the JSON object the caller (a model, an MCP client)
+	// sent, already checked to be an object (wire.ObjectArguments).
+	Arguments json.RawMessage
+	Policy    manifest.Policy
+}
+
+// Outcome is what became of a Call.
+type Outcome struct {
+	// Envelope is checked: a failure has an error, data is valid JSON and
+	// no larger than the policy's max_tool_result_bytes unless marked
+	// truncated.
+	Envelope  toolexec.Envelope
+	LatencyMS int64
+}
+
+// Timeout is the bound of one call of tool under policy: the tool's own
+// timeout_ms when set, else the policy's timeout_per_tool_ms.
+func Timeout(tool *manifest.Tool, policy manifest.Policy) time.Duration {
+	if ms := tool.Execution.TimeoutMS; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return time.Duration(policy.TimeoutPerToolMS) * time.Millisecond
+}
+
+// Run executes c through r. now is the clock latency is measured with;
+// onPanic, when set, hears of a Runner panic (the call fails, the
+// process does not).
+func Run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, onPanic func(any)) Outcome {
+	timeout := Timeout(c.Tool, c.Policy)
+	call := toolexec.Call{AgentID: c.Agent.ID, Tool: c.Tool, Arguments: c.Arguments, Timeout: timeout, MaxResultBytes: c.Policy.MaxToolResultBytes}
+	if sa := c.Agent.ServiceAuth[c.Tool.Execution.Service]; sa != nil {
+		call.Auth = sa.Bearer()
+	}
+	start := now()
+	env := invoke(ctx, r, call, timeout+Grace, onPanic)
+	return Outcome{Envelope: Check(env, c.Policy.MaxToolResultBytes), LatencyMS: now().Sub(start).Milliseconds()}
+}
+
+// invoke calls the Runner, bounded even when it ignores its context.
+func invoke(ctx context.Context, r toolexec.Runner, call toolexec.Call, bound time.Duration, onPanic func(any)) toolexec.Envelope {
+	cctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	done := make(chan toolexec.Envelope, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if onPanic != nil {
+					onPanic(p)
+				}
+				done <- toolexec.Fail(toolexec.CodeToolError, "the tool could not be executed (internal error)", 0)
+			}
+		}()
+		done <- r.Run(cctx, call)
+	}()
+	select {
+	case env := <-done:
+		return env
+	case <-cctx.Done():
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return toolexec.Fail(toolexec.CodeTimeout, fmt.Sprintf("service did not respond within %s", call.Timeout), toolexec.RPCTimeout)
+		}
+		return toolexec.Fail(toolexec.CodeCanceled, "the caller went away before the call finished", 0)
+	}
+}
+
+// Check enforces the envelope contract whatever the Runner did: a
+// failure has an error, data is valid JSON, and data over max is cut with
+// truncated/original_bytes (spec 000 "Truncation MUST be explicit").
+func Check(env toolexec.Envelope, max int) toolexec.Envelope {
+	if !env.OK && env.Error == nil {
+		env.Error = &toolexec.Error{Code: toolexec.CodeToolError, Message: "the tool failed without a reason"}
+	}
+	if len(env.Data) > 0 && !json.Valid(env.Data) {
+		env.Data = wire.Quote(string(env.Data))
+	}
+	if env.OK && !env.Truncated && max > 0 && len(env.Data) > max {
+		cut := string(env.Data[:max])
+		for len(cut) > 0 && !utf8.ValidString(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		env.OriginalBytes = len(env.Data)
+		env.Truncated = true
+		env.Data = wire.Quote(cut)
+	}
+	return env
+}
+
+// Status is the audit status of an envelope: "ok" or its error code.
+func Status(env toolexec.Envelope) string {
+	if env.OK {
+		return "ok"
+	}
+	return env.Error.Code
+}
+
+// Encode is the envelope as the JSON a model or MCP client reads.
+func Encode(env toolexec.Envelope) json.RawMessage {
+	content, err := json.Marshal(env)
+	if err != nil {
+		content, _ = json.Marshal(toolexec.Fail(toolexec.CodeToolError, "result could not be encoded", 0))
+	}
+	return content
+}
+
+// Executed is args as the service receives them as far as an operator
+// (and duplicate detection) cares: toolexec drops every other spelling of
+// claw_id (toolexec.SpellsClawID) and forces claw_id to the agent's id,
+// so calls differing only there are one call, and a trace shows the id
+// that was really used.
+func Executed(args json.RawMessage, agentID string) json.RawMessage {
+	if !containsFold(args, "claw") && !bytes.Contains(args, []byte(`\u`)) {
+		return args // cannot hold a claw_id key, escaped or not
+	}
+	obj, err := wire.DecodeObject(args)
+	if err != nil {
+		return args
+	}
+	changed := false
+	for k := range obj {
+		if k != "claw_id" && toolexec.SpellsClawID(k) {
+			delete(obj, k)
+			changed = true
+		}
+	}
+	if _, ok := obj["claw_id"]; ok {
+		obj["claw_id"] = wire.Quote(agentID)
+		changed = true
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+// containsFold reports whether b contains the ASCII word w in any case.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		if bytes.EqualFold(b[i:i+len(w)], []byte(w)) {
+			return true
+		}
+	}
+	return false
+}

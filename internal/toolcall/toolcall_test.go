@@ -1,0 +1,123 @@
+package toolcall
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+)
+
+type runnerFunc func(context.Context, toolexec.Call) toolexec.Envelope
+
+func (f runnerFunc) Run(ctx context.Context, c toolexec.Call) toolexec.Envelope { return f(ctx, c) }
+
+func testCall() Call {
+	p := manifest.DefaultPolicy()
+	p.TimeoutPerToolMS = 50
+	p.MaxToolResultBytes = 8
+	return Call{
+		Agent:     &agentctx.Agent{ID: "alice", ServiceAuth: map[string]*manifest.ServiceAuth{"svc": {Service: "svc", AuthType: "bearer", Token: "projected"}}},
+		Tool:      &manifest.Tool{Name: "svc.t", Execution: manifest.Execution{Service: "svc", Auth: &manifest.Auth{Type: "bearer", Token: "compiled"}}},
+		Arguments: json.RawMessage(`{}`),
+		Policy:    p,
+	}
+}
+
+func TestRunGivesTheRunnerTheAgentsBoundsAndCredential(t *testing.T) {
+	var got toolexec.Call
+	out := Run(context.Background(), runnerFunc(func(_ context.Context, c toolexec.Call) toolexec.Envelope {
+		got = c
+		return toolexec.Envelope{OK: true, Data: json.RawMessage(`"0123456789"`)}
+	}), testCall(), time.Now, nil)
+	if got.AgentID != "alice" || got.Timeout != 50*time.Millisecond || got.MaxResultBytes != 8 || got.Auth == nil || got.Auth.Token != "projected" {
+		t.Fatalf("runner got %+v", got)
+	}
+	// The Runner returned more than the cap: Check cuts it and says so.
+	if !out.Envelope.OK || !out.Envelope.Truncated || out.Envelope.OriginalBytes != 12 {
+		t.Fatalf("envelope = %+v", out.Envelope)
+	}
+	c := testCall()
+	c.Tool.Execution.TimeoutMS = 7
+	Run(context.Background(), runnerFunc(func(_ context.Context, cc toolexec.Call) toolexec.Envelope {
+		got = cc
+		return toolexec.Envelope{OK: true}
+	}), c, time.Now, nil)
+	if got.Timeout != 7*time.Millisecond {
+		t.Fatalf("the tool's own timeout_ms must win: %v", got.Timeout)
+	}
+}
+
+func TestRunIsBoundedWhenTheRunnerIgnoresItsContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the grace period")
+	}
+	release := make(chan struct{})
+	defer close(release)
+	out := Run(context.Background(), runnerFunc(func(context.Context, toolexec.Call) toolexec.Envelope {
+		<-release
+		return toolexec.Envelope{OK: true}
+	}), testCall(), time.Now, nil)
+	if out.Envelope.OK || out.Envelope.Error.Code != toolexec.CodeTimeout || out.Envelope.Error.RPCCode != toolexec.RPCTimeout {
+		t.Fatalf("envelope = %+v", out.Envelope)
+	}
+}
+
+func TestRunCanceledByTheCaller(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	go func() { <-started; cancel() }()
+	out := Run(ctx, runnerFunc(func(ctx context.Context, _ toolexec.Call) toolexec.Envelope {
+		close(started)
+		<-ctx.Done()
+		return toolexec.Fail(toolexec.CodeCanceled, "canceled", 0)
+	}), testCall(), time.Now, nil)
+	if out.Envelope.Error == nil || out.Envelope.Error.Code != toolexec.CodeCanceled {
+		t.Fatalf("envelope = %+v", out.Envelope)
+	}
+}
+
+func TestRunSurvivesARunnerPanic(t *testing.T) {
+	var heard any
+	out := Run(context.Background(), runnerFunc(func(context.Context, toolexec.Call) toolexec.Envelope { panic("boom") }), testCall(), time.Now, func(p any) { heard = p })
+	if out.Envelope.OK || out.Envelope.Error.Code != toolexec.CodeToolError || heard != "boom" {
+		t.Fatalf("envelope = %+v, heard %v", out.Envelope, heard)
+	}
+	if strings.Contains(out.Envelope.Error.Message, "boom") {
+		t.Fatal("a panic's text must not reach the caller")
+	}
+}
+
+func TestCheckRepairsABrokenEnvelope(t *testing.T) {
+	env := Check(toolexec.Envelope{OK: false}, 100)
+	if env.Error == nil || env.Error.Code != toolexec.CodeToolError {
+		t.Fatalf("failure without error: %+v", env)
+	}
+	env = Check(toolexec.Envelope{OK: true, Data: json.RawMessage(`not json`)}, 100)
+	if string(env.Data) != `"not json"` {
+		t.Fatalf("invalid JSON data must be quoted: %s", env.Data)
+	}
+	env = Check(toolexec.Envelope{OK: true, Data: json.RawMessage(`"ééééé"`)}, 4)
+	if !env.Truncated || !json.Valid(env.Data) || strings.ContainsRune(string(env.Data), '\uFFFD') {
+		t.Fatalf("a cut must stay valid UTF-8 and JSON: %+v", env)
+	}
+}
+
+func TestExecutedShowsTheClawIDThatWasUsed(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"symbol":"NVDA"}`:                       `{"symbol":"NVDA"}`,
+		`{"claw_id":"bob","x":1}`:                 `{"claw_id":"alice","x":1}`,
+		`{"ClawId":"bob","x":1}`:                  `{"x":1}`,
+		`{"claw\u005fid":"bob"}`:                  `{"claw_id":"alice"}`,
+		`{"clawID":"bob","claw_id":"carol"}`:      `{"claw_id":"alice"}`,
+		`{"note":"claws","nested":{"claw_id":1}}`: `{"note":"claws","nested":{"claw_id":1}}`,
+	} {
+		if got := string(Executed(json.RawMessage(in), "alice")); got != want {
+			t.Errorf("Executed(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
