@@ -12,8 +12,14 @@ import "github.com/clawdapus/clawgo/internal/manifest"
 type Agent struct {
 	ID       string
 	Metadata manifest.Metadata
-	// Tools is nil when the agent has no tools.json.
+	// Tools is nil when the agent has no tools.json. It holds every
+	// granted tool, mediated and native.
 	Tools *manifest.Tools
+	// Native are the tools of Tools in native mode, in manifest order:
+	// served on cllama's MCP endpoint, never added to model requests.
+	Native []*manifest.Tool
+	// mediated counts the tools of Tools in mediated mode.
+	mediated int
 	// ToolsErr is set when tools.json exists but is malformed. Requests of
 	// such an agent must fail (500), never silently lose governance.
 	ToolsErr error
@@ -24,8 +30,36 @@ type Agent struct {
 	ServiceAuth map[string]*manifest.ServiceAuth
 }
 
-// Managed reports whether requests of this agent go through mediation.
-func (a *Agent) Managed() bool { return a.Tools != nil && len(a.Tools.Tools) > 0 }
+// Managed reports whether requests of this agent go through mediation:
+// it has at least one mediated tool. An agent whose tools are all native
+// is relayed like one without tools; its runner calls them on /mcp.
+func (a *Agent) Managed() bool { return a.mediated > 0 }
+
+// SetTools installs a parsed manifest and sorts its tools by mode. The
+// store calls it on load; tests building an Agent by hand call it too.
+func (a *Agent) SetTools(t *manifest.Tools) {
+	a.Tools, a.Native, a.mediated = t, nil, 0
+	if t == nil {
+		return
+	}
+	for i := range t.Tools {
+		if t.Tools[i].Native() {
+			a.Native = append(a.Native, &t.Tools[i])
+		} else {
+			a.mediated++
+		}
+	}
+}
+
+// NativeTool returns the agent's native-mode tool of that canonical name.
+func (a *Agent) NativeTool(name string) (*manifest.Tool, bool) {
+	for _, t := range a.Native {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
 
 // ToolsCount is the number of managed tools (0 without a manifest).
 func (a *Agent) ToolsCount() int {

@@ -320,7 +320,9 @@ func (s *Store) load(id string) (*Agent, string, error) {
 	a := &Agent{ID: id, Metadata: *md}
 
 	if raw, err := readCapped(filepath.Join(dir, "tools.json"), maxToolsBytes); err == nil {
-		a.Tools, a.ToolsErr = manifest.ParseTools(raw)
+		var t *manifest.Tools
+		t, a.ToolsErr = manifest.ParseTools(raw)
+		a.SetTools(t)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		a.ToolsErr = err
 	}

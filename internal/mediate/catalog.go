@@ -29,6 +29,10 @@ type catalog struct {
 	byAlias     map[string]*manifest.Tool
 	// defs[format name][i] is tools[i]'s definition under its alias.
 	defs map[string][]json.RawMessage
+	// nativeMode are the agent's native-mode tools by canonical name and
+	// by the alias they would have had: never presented to the model,
+	// refused with a pointer to /mcp when the model calls one anyway.
+	nativeMode map[string]*manifest.Tool
 }
 
 // catalogCache maps a manifest snapshot to its catalog. Keys are weak, so a
@@ -81,6 +85,14 @@ func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) 
 	count := map[string]int{}
 	for i := range t.Tools {
 		tool := &t.Tools[i]
+		if tool.Native() {
+			if c.nativeMode == nil {
+				c.nativeMode = map[string]*manifest.Tool{}
+			}
+			c.nativeMode[tool.Name] = tool
+			c.nativeMode[readableAlias(tool.Name)] = tool
+			continue
+		}
 		c.tools = append(c.tools, tool)
 		c.byCanonical[tool.Name] = tool
 		count[readableAlias(tool.Name)]++
@@ -149,6 +161,13 @@ func (c *catalog) resolve(name string) (*manifest.Tool, bool) {
 		return t, true
 	}
 	t, ok := c.byCanonical[name]
+	return t, ok
+}
+
+// nativeModeTool returns the native-mode tool a model-emitted name
+// refers to, if any.
+func (c *catalog) nativeModeTool(name string) (*manifest.Tool, bool) {
+	t, ok := c.nativeMode[name]
 	return t, ok
 }
 

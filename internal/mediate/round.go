@@ -130,6 +130,10 @@ func dedupe(s []string) []string {
 // native call does).
 func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manifest.Tool) (history.ToolCall, wire.Result) {
 	if tool == nil {
+		if nt, ok := t.pres.c.nativeModeTool(c.Name); ok {
+			env := toolexec.Fail(toolexec.CodeWrongMode, fmt.Sprintf("not executed: %s is granted to this agent as a native tool; the runner calls it through its MCP client on cllama's /mcp endpoint, not through the model's tool calls", nt.Name), 0)
+			return t.answer(round, c, nt, rawArguments(c.Arguments), env, 0)
+		}
 		env := toolexec.Fail(toolexec.CodeUnknownTool, fmt.Sprintf("unknown tool %q: it is neither a managed tool of this agent nor one of the runner's tools", c.Name), 0)
 		return t.answer(round, c, nil, rawArguments(c.Arguments), env, 0)
 	}

@@ -50,6 +50,10 @@ const (
 	CodeRejected         = "tool_call_rejected" // ownership rule
 	CodeCanceled         = "canceled"
 	CodeTooManyCalls     = "too_many_tool_calls" // max_tool_calls_per_round/_per_turn
+	// CodeWrongMode: the tool is granted to the agent, but in the other
+	// mode (a native tool called through the model loop, a mediated tool
+	// called on /mcp). Not executed.
+	CodeWrongMode = "wrong_mode"
 )
 
 // JSON-RPC codes.
