@@ -52,6 +52,10 @@ type Event struct {
 	Tool    string `json:"tool,omitempty"`
 	Service string `json:"service,omitempty"`
 	Round   int    `json:"round,omitempty"`
+	// Mode is how the tool was reached: "mediated" (cllama ran the
+	// model's call in its tool loop) or "native" (the runner called it on
+	// cllama's MCP endpoint, /mcp).
+	Mode string `json:"mode,omitempty"`
 	// Status is "ok" or an error code (tool_call), or the fetch outcome
 	// (feed_fetch: "ok", "error").
 	Status string `json:"status,omitempty"`

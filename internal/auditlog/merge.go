@@ -8,6 +8,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // Where a record came from.
@@ -90,8 +91,8 @@ func HistoryCalls(e history.Entry) []Record {
 			rec := Record{
 				Event: audit.Event{
 					TS: e.Timestamp, ClawID: e.AgentID, Type: audit.TypeToolCall, RequestID: e.ID,
-					Format: e.Format, Model: e.Model, Mediated: true, Tool: c.Name, Service: c.Service,
-					Round: r.Round, Status: resultStatus(c.Result), LatencyMS: audit.Ptr(c.LatencyMS),
+					Format: e.Format, Model: e.Model, Mediated: c.Mode != manifest.ModeNative, Tool: c.Name, Service: c.Service,
+					Round: r.Round, Status: resultStatus(c.Result), LatencyMS: audit.Ptr(c.LatencyMS), Mode: c.Mode,
 				},
 				Arguments:        c.Arguments,
 				ModelArguments:   c.ModelArguments,
@@ -119,6 +120,9 @@ type exchangeSeen struct{ request, outcome bool }
 // cllama container is recreated, session history is not, and the
 // per-agent table should still count the exchange and its tokens.
 func exchangeRecords(h history.Entry, seen exchangeSeen) []Record {
+	if h.Format == history.FormatMCP {
+		return nil // a native call: no model exchange to stand in for
+	}
 	var out []Record
 	base := audit.Event{TS: h.Timestamp, ClawID: h.AgentID, RequestID: h.ID, Format: h.Format, Model: h.Model,
 		Stream: h.Stream, Mediated: len(h.ToolTrace) > 0}
@@ -219,12 +223,24 @@ func Merge(events []audit.Event, entries []history.Entry) []Record {
 			if r.Status == "" {
 				r.Status = c.Status
 			}
+			if r.Mode == "" {
+				r.Mode = c.Mode
+			}
 			r.Source = SourceBoth
 			delete(index, k) // a trace call pairs with one log event only
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TS.Before(out[j].TS) })
 	return out
+}
+
+// CallMode is the mode of a tool call record: its own, or mediated for
+// the records of a cllama that predates modes (every call was mediated).
+func (r *Record) CallMode() string {
+	if r.Mode == "" {
+		return manifest.ModeMediated
+	}
+	return r.Mode
 }
 
 // IsToolError reports whether r is a tool call that did not succeed.

@@ -86,13 +86,13 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if len(r.Summary.Tools) > 0 {
 		fmt.Fprintln(ew)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "AGENT\tTOOL\tEFFECT\tCALLS\tERRORS\tLATENCY TOTAL\tLATENCY MAX")
+		fmt.Fprintln(tw, "AGENT\tTOOL\tMODE\tEFFECT\tCALLS\tERRORS\tLATENCY TOTAL\tLATENCY MAX")
 		for _, t := range r.Summary.Tools {
 			eff := t.Effect
 			if eff == "" {
 				eff = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%dms\t%dms\n", t.Agent, t.Tool, eff, t.Calls, t.Errors, t.LatencyMSTotal, t.LatencyMSMax)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%dms\t%dms\n", t.Agent, t.Tool, t.Mode, eff, t.Calls, t.Errors, t.LatencyMSTotal, t.LatencyMSMax)
 		}
 		_ = tw.Flush()
 	}
@@ -189,7 +189,7 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	if c.Effect != "" {
 		tool += " [" + c.Effect + "]"
 	}
-	fmt.Fprintf(w, "  %s  %s  %s  %s  %s\n", stamp(c.TS), agent, tool, status, latency)
+	fmt.Fprintf(w, "  %s  %s  %s  %s  %s  %s\n", stamp(c.TS), agent, tool, c.CallMode(), status, latency)
 	ctx := []string{}
 	if c.RequestID != "" {
 		ctx = append(ctx, "request "+c.RequestID)

@@ -86,6 +86,9 @@ type Summary struct {
 type ToolSummary struct {
 	Agent  string `json:"agent"`
 	Tool   string `json:"tool"`
+	// Mode is "mediated" or "native" (calls of one tool in both modes,
+	// across a recompile, are counted in two rows).
+	Mode   string `json:"mode"`
 	Effect string `json:"effect,omitempty"`
 	Calls  int    `json:"calls"`
 	Errors int    `json:"errors"`
@@ -178,7 +181,7 @@ func sortedSet(m map[string]bool) []string {
 // summarizeTools counts tool calls per agent and tool, sorted by agent
 // then tool.
 func summarizeTools(rs []Record) []ToolSummary {
-	type key struct{ agent, tool string }
+	type key struct{ agent, tool, mode string }
 	by := map[key]*ToolSummary{}
 	for i := range rs {
 		r := &rs[i]
@@ -189,10 +192,10 @@ func summarizeTools(rs []Record) []ToolSummary {
 		if id == "" {
 			id = NoAgent
 		}
-		k := key{id, r.Tool}
+		k := key{id, r.Tool, r.CallMode()}
 		t := by[k]
 		if t == nil {
-			t = &ToolSummary{Agent: id, Tool: r.Tool}
+			t = &ToolSummary{Agent: id, Tool: r.Tool, Mode: k.mode}
 			by[k] = t
 		}
 		t.Calls++
@@ -215,7 +218,10 @@ func summarizeTools(rs []Record) []ToolSummary {
 		if out[i].Agent != out[j].Agent {
 			return out[i].Agent < out[j].Agent
 		}
-		return out[i].Tool < out[j].Tool
+		if out[i].Tool != out[j].Tool {
+			return out[i].Tool < out[j].Tool
+		}
+		return out[i].Mode < out[j].Mode
 	})
 	return out
 }

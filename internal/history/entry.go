@@ -17,7 +17,7 @@ type Entry struct {
 	AgentID   string    `json:"agent_id"`
 	Pod       string    `json:"pod,omitempty"`
 	// Format is the API format's registry name: "openai", "anthropic" or
-	// "responses".
+	// "responses"; "mcp" for a native call on cllama's MCP endpoint.
 	Format string `json:"format"`
 	// Model is the model as the runner named it ("<provider>/<model>").
 	Model      string `json:"model"`
@@ -40,6 +40,10 @@ type Entry struct {
 	// was exchanged.
 	UTF8Replaced int `json:"utf8_replaced,omitempty"`
 }
+
+// FormatMCP is the Format of a native call's entry: one tools/call on
+// cllama's MCP endpoint, no model exchange.
+const FormatMCP = "mcp"
 
 // Status values.
 const (
@@ -74,6 +78,10 @@ type ToolCall struct {
 	Result         json.RawMessage `json:"result"`
 	LatencyMS      int64           `json:"latency_ms"`
 	Service        string          `json:"service"`
+	// Mode is "mediated" (a call of the model that cllama ran in its tool
+	// loop) or "native" (the runner's MCP client called it on /mcp; the
+	// entry is then that one call).
+	Mode string `json:"mode,omitempty"`
 	// DuplicateOfRound and DuplicateCount are set on a repeated call that
 	// was not executed again.
 	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`

@@ -171,14 +171,14 @@ func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manife
 // and its audit event.
 func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64) (history.ToolCall, wire.Result) {
 	content := toolcall.Encode(env)
-	tc := history.ToolCall{Name: c.Name, Arguments: args, Result: content, LatencyMS: latency}
+	tc := history.ToolCall{Name: c.Name, Arguments: args, Result: content, LatencyMS: latency, Mode: manifest.ModeMediated}
 	if tool != nil {
 		tc.Name, tc.Service = tool.Name, tool.Execution.Service
 	}
 	status := toolcall.Status(env)
 	if tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
 		t.m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
-			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency)})
+			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency), Mode: manifest.ModeMediated})
 	}
 	return tc, wire.Result{CallID: c.ID, Content: content, IsError: !env.OK}
 }
