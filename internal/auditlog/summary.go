@@ -84,8 +84,8 @@ type Summary struct {
 
 // ToolSummary counts one agent's calls of one tool.
 type ToolSummary struct {
-	Agent  string `json:"agent"`
-	Tool   string `json:"tool"`
+	Agent string `json:"agent"`
+	Tool  string `json:"tool"`
 	// Mode is "mediated" or "native" (calls of one tool in both modes,
 	// across a recompile, are counted in two rows).
 	Mode   string `json:"mode"`
