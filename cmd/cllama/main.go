@@ -88,6 +88,11 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	// Open MCP sessions hold event streams that would outlast any drain:
+	// they are closed as the drain begins (clients reconnect elsewhere).
+	if st.broker != nil {
+		hs.RegisterOnShutdown(st.broker.Close)
+	}
 	if fi, err := os.Stat(cfg.ContextRoot); err != nil || !fi.IsDir() {
 		fmt.Fprintf(stderr, "cllama: warning: context root %s is not a readable directory (CLAW_CONTEXT_ROOT); every agent will be refused\n", cfg.ContextRoot)
 	}

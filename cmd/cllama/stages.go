@@ -6,11 +6,13 @@ import (
 	"io"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/proxy"
 	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/version"
 )
 
 var flagHelp = flag.ErrHelp
@@ -21,10 +23,14 @@ var flagHelp = flag.ErrHelp
 type stages struct {
 	opts     proxy.Options
 	executor *toolexec.Executor
+	broker   *broker.Broker
 	history  *history.Writer
 }
 
 func (s *stages) Close() error {
+	if s.broker != nil {
+		s.broker.Close()
+	}
 	if s.executor != nil {
 		_ = s.executor.Close()
 	}
@@ -55,13 +61,27 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
 	}
+	// Native mode: the runner's MCP client reaches the same executor,
+	// audit and history on /mcp.
+	st.broker = broker.New(broker.Options{Runner: st.executor, Audit: aud, History: brokerRecorder(st.history), Pod: cfg.Pod,
+		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
+		Version: version.String("cllama")})
 	st.opts = proxy.Options{
+		Broker:    st.broker,
 		Audit:     aud,
 		History:   st.history,
 		Decorator: feeds.New(feeds.Options{Audit: aud}),
 		Mediator:  med,
 	}
 	return st, nil
+}
+
+// brokerRecorder avoids handing the Broker a typed nil when history is off.
+func brokerRecorder(w *history.Writer) broker.Recorder {
+	if w == nil {
+		return nil
+	}
+	return w
 }
 
 // recorder avoids handing the Mediator a typed nil when history is off.

@@ -77,6 +77,13 @@ type Config struct {
 	// more is a 429 with Retry-After (CLLAMA_MAX_CONCURRENT_PER_AGENT /
 	// -max-concurrent-per-agent).
 	MaxAgentConcurrency int
+	// MCPMaxSessions bounds one agent's open MCP sessions on /mcp; one
+	// more closes its least recently used (CLLAMA_MCP_MAX_SESSIONS /
+	// -mcp-max-sessions, default 16). MCPSessionIdle closes a session
+	// unused that long (CLLAMA_MCP_SESSION_IDLE / -mcp-session-idle,
+	// default 30m).
+	MCPMaxSessions int
+	MCPSessionIdle time.Duration
 	// FirstByteTimeout bounds the wait for the upstream's response headers
 	// (CLLAMA_FIRST_BYTE_TIMEOUT / -first-byte-timeout). Non-streaming
 	// generations answer only when done, hence the generous default.
@@ -216,6 +223,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	}
 	count(&c.StoredIDsMax, "CLLAMA_STORED_IDS_MAX")
 	count(&c.MaxAgentConcurrency, "CLLAMA_MAX_CONCURRENT_PER_AGENT")
+	count(&c.MCPMaxSessions, "CLLAMA_MCP_MAX_SESSIONS")
 	dur := func(dst *time.Duration, key string) {
 		if v := env[key]; v != "" {
 			d, err := time.ParseDuration(v)
@@ -229,6 +237,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	dur(&c.StreamIdleTimeout, "CLLAMA_STREAM_IDLE_TIMEOUT")
 	dur(&c.BodyReadTimeout, "CLLAMA_BODY_READ_TIMEOUT")
 	dur(&c.ShutdownTimeout, "CLLAMA_SHUTDOWN_TIMEOUT")
+	dur(&c.MCPSessionIdle, "CLLAMA_MCP_SESSION_IDLE")
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
@@ -273,6 +282,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
 	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
+	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")

@@ -14,11 +14,8 @@ import (
 // the bearer token of Authorization (OpenAI clients) or x-api-key
 // (Anthropic clients). ok is false when neither is usable.
 func presentedToken(r *http.Request) (string, bool) {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, _ := strings.Cut(h, " ")
-		if tok = strings.TrimSpace(tok); strings.EqualFold(scheme, "Bearer") && tok != "" {
-			return tok, true
-		}
+	if tok, ok := bearerToken(r); ok {
+		return tok, true
 	}
 	if tok := strings.TrimSpace(r.Header.Get("X-Api-Key")); tok != "" {
 		return tok, true

@@ -53,6 +53,9 @@ type Options struct {
 	// emits the response/error/tool_call events and writes the history
 	// entry. Errors it writes should use package apierror.
 	Mediator exchange.Mediator
+	// Broker, when set, serves MCP on /mcp (native mode) for the agent
+	// each request authenticates as (internal/broker).
+	Broker AgentHandler
 	// Transport performs upstream calls (nil: NewTransport()).
 	Transport http.RoundTripper
 	// AgentCheckInterval is how often a cached agent's files are re-stat'ed
@@ -60,6 +63,11 @@ type Options struct {
 	AgentCheckInterval time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+}
+
+// AgentHandler serves a request of an authenticated agent.
+type AgentHandler interface {
+	ServeAgent(w http.ResponseWriter, r *http.Request, a *agentctx.Agent)
 }
 
 // Server is cllama's HTTP handler. It is safe for concurrent use.
@@ -75,6 +83,7 @@ type Server struct {
 	history    *history.Writer
 	decorator  exchange.Decorator
 	mediator   exchange.Mediator
+	broker     AgentHandler
 	now        func() time.Time
 
 	// formats are the registered formats; a Route's urls and the
@@ -109,6 +118,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		history:   opts.History,
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
+		broker:    opts.Broker,
 		now:       opts.Now,
 		formats:   formats.All(),
 		fallback:  formats.Fallback(),
@@ -128,6 +138,9 @@ func New(cfg Config, opts Options) (*Server, error) {
 	}
 	for _, o := range s.objectRoutes {
 		s.noRoute += ", " + o.Method + " " + o.Route
+	}
+	if s.broker != nil {
+		s.noRoute += ", MCP on " + pathMCP
 	}
 	s.noRoute += ", GET " + pathModels + " and GET " + pathHealth
 	if s.now == nil {
@@ -216,6 +229,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s.serveObjectRoutes(w, r) {
+		return
+	}
+	if r.URL.Path == pathMCP && s.broker != nil {
+		s.serveMCP(w, r)
 		return
 	}
 	if r.URL.Path == pathModels || strings.HasPrefix(r.URL.Path, pathModels+"/") {
