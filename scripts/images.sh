@@ -51,4 +51,5 @@ if want example-trading-api; then
 fi
 want example-openai-runner && image example-openai-runner openai-runner ./examples/trading-desk/runners/openai-runner
 want example-anthropic-runner && image example-anthropic-runner anthropic-runner ./examples/trading-desk/runners/anthropic-runner
+want example-mcp-runner && image example-mcp-runner mcp-runner ./examples/trading-desk/runners/mcp-runner
 docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep "^$PREFIX/.*:$TAG\b" | sort

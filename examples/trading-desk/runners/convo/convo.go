@@ -1,4 +1,4 @@
-// Package convo is the part the two reference runners share: the scripted
+// Package convo is the part the reference runners share: the scripted
 // turns they play, the runner-native tool they carry, and the transcript they
 // print. Each runner speaks its API through the official SDK; only the
 // conversation bookkeeping lives here.
@@ -99,6 +99,9 @@ type TurnResult struct {
 	Stream      bool     `json:"stream"`
 	Answer      string   `json:"answer"`
 	NativeCalls []string `json:"native_calls,omitempty"`
+	// MCPCalls are the tools a runner called itself over MCP (native pod
+	// tools, by their canonical names); NativeCalls are its own tools.
+	MCPCalls []string `json:"mcp_calls,omitempty"`
 }
 
 // Line prints one transcript line.
