@@ -39,7 +39,7 @@ type toolService struct {
 	canceled chan struct{}
 }
 
-func newToolService(t *testing.T) *toolService {
+func newToolService(t testing.TB) *toolService {
 	s := &toolService{canceled: make(chan struct{}, 4)}
 	mux := http.NewServeMux()
 	note := func(r *http.Request) {
@@ -126,7 +126,7 @@ type mcpPod struct {
 	clients []*mcp.ClientSession
 }
 
-func startMCPPod(t *testing.T, extraEnv ...string) *mcpPod {
+func startMCPPod(t testing.TB, extraEnv ...string) *mcpPod {
 	t.Helper()
 	p := &mcpPod{dir: t.TempDir(), svc: newToolService(t), audit: &lockedBuffer{}}
 	ctxDir := filepath.Join(p.dir, "context")
@@ -180,7 +180,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-func (p *mcpPod) connect(t *testing.T, token, version string) *mcp.ClientSession {
+func (p *mcpPod) connect(t testing.TB, token, version string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-runner", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: p.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}
