@@ -164,7 +164,7 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if err := b.checkStarvation(); err != nil {
 		return nil, err
 	}
-	if err := b.checkRunnerEnv(); err != nil {
+	if err := b.checkRunnerEnv(res.Agents); err != nil {
 		return nil, err
 	}
 	if err := b.checkPerimeter(); err != nil {
