@@ -19,9 +19,12 @@ func (d *decoder) grantName(key, name string) (GrantEntry, error) {
 	return GrantEntry{Service: name, All: true, Key: key}, nil
 }
 
+// grantKeys are the keys of a grant entry written as a mapping.
+var grantKeys = []string{"service", "allow", "mode"}
+
 func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
 	g := GrantEntry{Key: key}
-	if err := d.strictKeys(key, m, []string{"service", "allow", "mode"}); err != nil {
+	if err := d.strictKeys(key, m, grantKeys); err != nil {
 		return g, err
 	}
 	if raw, ok := m["mode"]; ok && raw != nil {
