@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,9 @@ func compileRun(ctx context.Context, f *Factory, opts *CompileOptions) error {
 		where := fmt.Sprintf("%s; context and providers staged in %s", compile.GeneratedFile, compile.StagingDir)
 		if st.Applied {
 			where = fmt.Sprintf("%s, %s, %s", compile.ContextDir, compile.ProvidersFile, compile.GeneratedFile)
+			if slices.ContainsFunc(res.Agents, (*compile.Agent).HasNative) {
+				where += ", " + compile.RunnerDir
+			}
 		}
 		fmt.Fprintf(f.IO.Out, "\nwrote %d files (%s)\n", len(res.Output.Files), where)
 	}

@@ -153,13 +153,16 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 				return baseErr
 			}
 			mt := projectTool(g.Service, base, d, t, auth)
+			if mt.Mode, err = pod.ToolMode(b.pod.File, svc.Name, &b.pod.Claw, entries, g.Service, t.Name); err != nil {
+				return err
+			}
 			p := capability.PresentedName(mt.Name)
 			if other, clash := presented[p]; clash {
 				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key, Problem: fmt.Sprintf("tools %q and %q are both presented to the model as %q", other, mt.Name, p), Fix: "grant only one of them, or rename one in its descriptor"}
 			}
 			presented[p] = mt.Name
 			a.tools = append(a.tools, mt)
-			a.Tools = append(a.Tools, ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), GrantedBy: g.Keys})
+			a.Tools = append(a.Tools, ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), Mode: mt.Mode, GrantedBy: g.Keys})
 		}
 	}
 	return nil

@@ -59,8 +59,22 @@ type ToolSummary struct {
 	Canonical   string
 	Description string
 	ReadOnly    bool
+	// Mode is how the agent reaches the tool: manifest.ModeMediated or
+	// ModeNative (tools.json "mode").
+	Mode string
 	// GrantedBy names the tools: entries that granted it.
 	GrantedBy []string
+}
+
+// HasNative reports whether the agent has a native tool: its runner then
+// gets the MCP client configuration (see NativeEnv).
+func (a *Agent) HasNative() bool {
+	for _, t := range a.Tools {
+		if t.Mode == manifest.ModeNative {
+			return true
+		}
+	}
+	return false
 }
 
 type builder struct {
@@ -150,7 +164,7 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if err := b.checkStarvation(); err != nil {
 		return nil, err
 	}
-	if err := b.checkRunnerEnv(); err != nil {
+	if err := b.checkRunnerEnv(res.Agents); err != nil {
 		return nil, err
 	}
 	if err := b.checkPerimeter(); err != nil {

@@ -84,7 +84,7 @@ func TestRecompileIsByteIdentical(t *testing.T) {
 
 // TestOutputsRoundTripThroughManifest: cllama reads what claw writes.
 func TestOutputsRoundTripThroughManifest(t *testing.T) {
-	for _, name := range []string{"trading-desk", "grants-normalise", "feeds-forms", "count-and-plain-agent", "mcp-and-projection"} {
+	for _, name := range []string{"trading-desk", "grants-normalise", "feeds-forms", "count-and-plain-agent", "mcp-and-projection", "native-tools"} {
 		t.Run(name, func(t *testing.T) {
 			res := build(t, copyCase(t, name), Options{})
 			seen := 0

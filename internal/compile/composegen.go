@@ -240,9 +240,10 @@ func joinNetwork(s doc, network, alias string) {
 }
 
 // wireAgent points an agent at cllama the way the official SDKs expect and
-// mounts its contract, pod view and skills read-only under /claw. The
-// agent's context directory itself is not mounted: it holds credentials
-// only cllama may read.
+// mounts its contract, pod view and skills read-only under /claw, and,
+// when it has native tools, its MCP client configuration. The agent's
+// context directory itself is not mounted: it holds credentials only
+// cllama may read.
 func (b *builder) wireAgent(s doc, a *Agent, ar AgentReach) {
 	env := child(s, "environment")
 	env["CLAW_AGENT_ID"] = a.ID
@@ -276,6 +277,9 @@ func (b *builder) wireAgent(s doc, a *Agent, ar AgentReach) {
 	mounts = append(mounts, ctx+"/CLAWDAPUS.md:"+AgentClawDir+"/CLAWDAPUS.md:ro")
 	if len(a.Skills) > 0 {
 		mounts = append(mounts, ctx+"/skills:"+AgentSkillsDir+":ro")
+	}
+	if NativeEnv(a) != nil {
+		mounts = append(mounts, "./"+MCPConfigPath(a.ID)+":"+AgentMCPConfig+":ro")
 	}
 	vols, _ := s["volumes"].([]any)
 	s["volumes"] = append(vols, mounts...)

@@ -3,12 +3,17 @@ package compile
 import (
 	"fmt"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // Mount points inside agent containers.
 const (
 	AgentClawDir   = "/claw"
 	AgentSkillsDir = "/claw/skills"
+	// AgentMCPConfig is the agent's MCP client configuration (agents with
+	// native tools only).
+	AgentMCPConfig = "/claw/mcp.json"
 )
 
 // clawdapusMD renders the agent's view of its pod (spec 000 §1, "Skills and
@@ -72,20 +77,45 @@ func (b *builder) clawdapusMD(a *Agent) []byte {
 		fmt.Fprintf(&w, "- `%s` from `%s` (refreshed at most every %ds)\n", f.Name, f.Source, f.TTL)
 	}
 	w.WriteString("\n## Tools\n\n")
+	var mediated, native []ToolSummary
+	for _, t := range a.Tools {
+		if t.Mode == manifest.ModeNative {
+			native = append(native, t)
+		} else {
+			mediated = append(mediated, t)
+		}
+	}
 	if len(a.Tools) == 0 {
 		w.WriteString("None.\n")
-	} else {
+	}
+	if len(mediated) > 0 {
 		w.WriteString("Managed tools you may call by their presented name; the proxy executes them.\n\n")
 		w.WriteString("| presented name | canonical name | description |\n|---|---|---|\n")
 	}
-	for _, t := range a.Tools {
-		desc := oneLine(t.Description)
-		if t.ReadOnly {
-			desc = strings.TrimSpace(desc + " (read-only)")
+	for _, t := range mediated {
+		fmt.Fprintf(&w, "| `%s` | `%s` | %s |\n", t.Presented, t.Canonical, toolCell(t))
+	}
+	if len(native) > 0 {
+		if len(mediated) > 0 {
+			w.WriteString("\n")
 		}
-		fmt.Fprintf(&w, "| `%s` | `%s` | %s |\n", t.Presented, t.Canonical, strings.ReplaceAll(desc, "|", "\\|"))
+		fmt.Fprintf(&w, "Native tools your runner lists and calls itself, by canonical name, on the pod's MCP server `%s` (`%s`; client configuration in `%s`, or `%s` and `%s`).\n\n",
+			b.pod.Name, MCPURL(), AgentMCPConfig, EnvMCPURL, EnvMCPToken)
+		w.WriteString("| canonical name | description |\n|---|---|\n")
+	}
+	for _, t := range native {
+		fmt.Fprintf(&w, "| `%s` | %s |\n", t.Canonical, toolCell(t))
 	}
 	return []byte(w.String())
+}
+
+// toolCell is a tool's description as a table cell.
+func toolCell(t ToolSummary) string {
+	desc := oneLine(t.Description)
+	if t.ReadOnly {
+		desc = strings.TrimSpace(desc + " (read-only)")
+	}
+	return strings.ReplaceAll(desc, "|", "\\|")
 }
 
 func portSuffix(b *builder, service string) string {

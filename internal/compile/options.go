@@ -46,3 +46,9 @@ type Options struct {
 	// of reading them from the pod directory (tests).
 	KeepTokens map[string]string
 }
+
+// RunnerDir holds, per agent, what claw gives the agent's runner itself
+// (<agent-id>/mcp.json for an agent with native tools), relative to the
+// pod directory. Each agent mounts its own files only; unlike ContextDir,
+// cllama does not read it.
+const RunnerDir = ".claw-runtime/runner"

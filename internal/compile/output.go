@@ -115,6 +115,16 @@ func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose
 					return nil, err
 				}
 			}
+			if a.HasNative() {
+				// The runner's own file, outside the context directory
+				// (cllama's), mounted into this agent only; it holds the
+				// agent's token.
+				data, err := b.mcpConfig(a)
+				if err != nil {
+					return nil, fmt.Errorf("encoding %s: %w", MCPConfigPath(a.ID), err)
+				}
+				add(MCPConfigPath(a.ID), modeSecret, data)
+			}
 		}
 		for _, s := range a.Skills {
 			add(path.Join(dir, "skills", s+".md"), modePublic, a.skillData[s])
@@ -140,23 +150,24 @@ func (b *builder) agentType(a *Agent) string {
 // at once: what Stage followed by Apply amounts to for a pod that is not
 // running, in the plain layout (tests and tools read it back). Files whose
 // bytes and mode are unchanged are left alone; files under
-// .claw-runtime/context that the output no longer holds (a removed agent,
-// a revoked grant) are deleted. Directories are created in place rather
-// than replaced. claw itself stages (see Stage).
+// .claw-runtime/context and .claw-runtime/runner that the output no
+// longer holds (a removed agent, a revoked grant) are deleted. Directories
+// are created in place rather than replaced. claw itself stages (see
+// Stage).
 func (o *Output) Write(dir string) error {
-	return writeFiles(dir, o.Files, ContextDir)
+	return writeFiles(dir, o.Files, ContextDir, RunnerDir)
 }
 
 // writeFiles writes files under dir, leaving unchanged ones alone, then
-// removes what else is under pruneRoot (relative to dir; "" prunes
-// nothing).
-func writeFiles(dir string, files []File, pruneRoot string) error {
+// removes what else is under each of pruneRoots (relative to dir).
+func writeFiles(dir string, files []File, pruneRoots ...string) error {
 	want := make(map[string]bool, len(files))
 	for _, f := range files {
 		want[f.Path] = true
 		full := filepath.Join(dir, filepath.FromSlash(f.Path))
 		dmode := fs.FileMode(0o755)
-		if strings.Contains(f.Path, "/service-auth/") || strings.HasPrefix(f.Path, AuthDir+"/") || f.Path == StagedProvidersFile {
+		if strings.Contains(f.Path, "/service-auth/") || strings.HasPrefix(f.Path, AuthDir+"/") || f.Path == StagedProvidersFile ||
+			strings.HasPrefix(f.Path, RunnerDir+"/") || strings.HasPrefix(f.Path, StagedRunnerDir+"/") {
 			dmode = 0o700
 		}
 		if err := os.MkdirAll(filepath.Dir(full), dmode); err != nil {
@@ -182,10 +193,12 @@ func writeFiles(dir string, files []File, pruneRoot string) error {
 			return err
 		}
 	}
-	if pruneRoot == "" {
-		return nil
+	for _, root := range pruneRoots {
+		if err := prune(dir, root, want); err != nil {
+			return err
+		}
 	}
-	return prune(dir, pruneRoot, want)
+	return nil
 }
 
 // prune removes files under root (relative to dir) not in want, then

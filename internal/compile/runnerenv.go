@@ -30,12 +30,14 @@ func (b *builder) runnerEnvNames(svc *pod.Service) map[string]pod.RunnerEnvValue
 	return names
 }
 
-// runnerEnv is the environment pointing agent a's runner at cllama.
+// runnerEnv is the environment pointing agent a's runner at cllama: the
+// runner variables and, with native tools, NativeEnv.
 func (b *builder) runnerEnv(a *Agent) map[string]string {
 	out := map[string]string{}
 	for name, v := range b.runnerEnvNames(b.pod.Services[a.Service]) {
 		out[name] = runnerEnvValue(v, a.Token)
 	}
+	maps.Copy(out, NativeEnv(a))
 	return out
 }
 
@@ -52,11 +54,22 @@ func runnerEnvValue(v pod.RunnerEnvValue, token string) string {
 
 // checkRunnerEnv refuses an agent environment that sets a runner-env
 // variable to anything but what claw gives it: the runner would read the
-// pod author's value, or claw's, depending on the runner.
-func (b *builder) checkRunnerEnv() error {
+// pod author's value, or claw's, depending on the runner. The same goes
+// for the native-tool variables of agents with native tools, which
+// runner-env may not name either.
+func (b *builder) checkRunnerEnv(agents []*Agent) error {
+	native := map[string][]*Agent{}
+	for _, a := range agents {
+		if NativeEnv(a) != nil {
+			native[a.Service] = append(native[a.Service], a)
+		}
+	}
 	for _, svc := range b.pod.Agents() {
 		if !svc.Claw.CllamaEnabled() {
 			continue
+		}
+		if err := b.checkNativeEnv(svc, native[svc.Name]); err != nil {
+			return err
 		}
 		for name, v := range b.runnerEnvNames(svc) {
 			set, ok := svc.Compose.Environment[name]
@@ -68,6 +81,38 @@ func (b *builder) checkRunnerEnv() error {
 			}
 			if want := runnerEnvValue(v, ""); *set != want && *set != "" {
 				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: fmt.Sprintf("%q would point the runner away from cllama; claw sets %s to %s", *set, name, want), Fix: "remove " + name + " from the agent's environment (and env_file)"}
+			}
+		}
+	}
+	return nil
+}
+
+// checkNativeEnv refuses, for an agent service with native tools (agents
+// are its replicas), a runner-env entry or an environment value for
+// EnvMCPURL or EnvMCPToken other than what claw sets.
+func (b *builder) checkNativeEnv(svc *pod.Service, agents []*Agent) error {
+	if len(agents) == 0 {
+		return nil
+	}
+	for _, name := range []string{EnvMCPURL, EnvMCPToken} {
+		if _, ok := svc.Claw.RunnerEnv[name]; ok {
+			return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.runner-env." + name, Problem: name + " is the variable claw sets to the agent's native-tool endpoint or token", Fix: "give the runner variable another name"}
+		}
+		if _, ok := b.pod.Claw.RunnerEnv[name]; ok {
+			return &pod.Error{File: b.pod.File, Key: "x-claw.runner-env." + name, Problem: fmt.Sprintf("%s is the variable claw sets to the native-tool endpoint or token of agents with native tools (%q has some)", name, svc.Name), Fix: "give the runner variable another name"}
+		}
+		set, ok := svc.Compose.Environment[name]
+		if !ok || set == nil || *set == "" {
+			continue
+		}
+		for _, a := range agents {
+			if want := NativeEnv(a)[name]; *set != want {
+				// The value is not quoted: it may be a credential.
+				problem := fmt.Sprintf("the agent has native tools, so claw sets %s to its own cllama token; the environment's value would stand in for it", name)
+				if name == EnvMCPURL {
+					problem = fmt.Sprintf("%q would point the runner away from cllama; the agent has native tools, so claw sets %s to %s", *set, name, want)
+				}
+				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "environment." + name, Problem: problem, Fix: "remove " + name + " from the agent's environment (and env_file)"}
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,6 +42,11 @@ import (
 // their link, and cllama sees no change for them. The copies the links
 // pointed to before the switch are kept until the next apply, for a load
 // that resolved its link just before.
+//
+// The runner files (RunnerDir: an agent's MCP client configuration) are
+// staged beside the context and applied in place, like providers.json:
+// cllama never reads them, and a runner reads its own when its container
+// starts.
 
 // Staging locations, relative to the pod directory.
 const (
@@ -49,6 +55,8 @@ const (
 	// ProvidersFile hold once the compile is applied.
 	StagedContextDir    = StagingDir + "/context"
 	StagedProvidersFile = StagingDir + "/auth/providers.json"
+	// StagedRunnerDir is what RunnerDir holds once the compile is applied.
+	StagedRunnerDir = StagingDir + "/runner"
 	// RecordFile describes the staged compile (Record).
 	RecordFile = StagingDir + "/compiled.json"
 	// VersionsDir holds the agents' applied copies, inside the live
@@ -113,6 +121,9 @@ func Stage(dir string, res *Result) (*Staged, error) {
 		case strings.HasPrefix(f.Path, ContextDir+"/"):
 			f.Path = StagedContextDir + strings.TrimPrefix(f.Path, ContextDir)
 			staged = append(staged, f)
+		case strings.HasPrefix(f.Path, RunnerDir+"/"):
+			f.Path = StagedRunnerDir + strings.TrimPrefix(f.Path, RunnerDir)
+			staged = append(staged, f)
 		default:
 			return nil, fmt.Errorf("compile: no staging place for %s", f.Path)
 		}
@@ -125,7 +136,7 @@ func Stage(dir string, res *Result) (*Staged, error) {
 	if err := os.Chmod(stageRoot, 0o700); err != nil {
 		return nil, err
 	}
-	if err := writeFiles(dir, staged, StagedContextDir); err != nil {
+	if err := writeFiles(dir, staged, StagedContextDir, StagedRunnerDir); err != nil {
 		return nil, err
 	}
 	rec := Record{Version: RecordVersion, PodFile: filepath.Base(res.Pod.File), Compiled: time.Now().UTC(), Inputs: res.Inputs}
@@ -222,10 +233,25 @@ func Apply(dir string) (*Applied, error) {
 		out.Removed = append(out.Removed, gone.id)
 	}
 	if plan.providers != nil {
-		if err := writeFiles(dir, []File{*plan.providers}, ""); err != nil {
+		if err := writeFiles(dir, []File{*plan.providers}); err != nil {
 			return nil, err
 		}
 		out.Providers = true
+	}
+	if len(plan.runnerChanged) > 0 {
+		// Written in place: a runner reads its file when its container
+		// starts, and compose recreates the container when the agent's
+		// configuration (its token, its pod) changes, which is when the
+		// file does.
+		if err := writeFiles(dir, plan.runner, RunnerDir); err != nil {
+			return nil, err
+		}
+		for _, id := range plan.runnerChanged {
+			if !slices.Contains(out.Changed, id) && !slices.Contains(out.Added, id) && !slices.Contains(out.Removed, id) {
+				out.Changed = append(out.Changed, id)
+			}
+		}
+		sort.Strings(out.Changed)
 	}
 	// Copies neither in use nor just replaced go.
 	des, err := os.ReadDir(versions)
@@ -258,6 +284,11 @@ func Pending(dir string) ([]string, error) {
 	for _, ag := range p.removed {
 		out = append(out, ag.id)
 	}
+	for _, id := range p.runnerChanged {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
 	sort.Strings(out)
 	if p.providers != nil {
 		out = append(out, "providers")
@@ -273,6 +304,10 @@ type applyPlan struct {
 	// providers is the staged providers.json (at its live path) when it
 	// differs from the live one.
 	providers *File
+	// runner is every staged runner file at its live path; runnerChanged
+	// the agents whose live runner files differ (changed, added or gone).
+	runner        []File
+	runnerChanged []string
 }
 
 type planAgent struct {
@@ -321,6 +356,9 @@ func plan(dir string) (*applyPlan, error) {
 			p.removed = append(p.removed, ag)
 		}
 	}
+	if p.runner, p.runnerChanged, err = planRunner(dir); err != nil {
+		return nil, err
+	}
 	stagedProv := filepath.Join(dir, filepath.FromSlash(StagedProvidersFile))
 	data, err := os.ReadFile(stagedProv)
 	switch {
@@ -336,6 +374,66 @@ func plan(dir string) (*applyPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// planRunner reads the staged runner files (at their live paths) and
+// lists the agents whose live runner files differ from them in bytes or
+// mode, or that have live runner files no longer staged.
+func planRunner(dir string) (staged []File, changed []string, err error) {
+	stagedRoot := filepath.Join(dir, filepath.FromSlash(StagedRunnerDir))
+	liveRoot := filepath.Join(dir, filepath.FromSlash(RunnerDir))
+	ids := map[string]bool{}
+	agentOf := func(rel string) string { id, _, _ := strings.Cut(rel, "/"); return id }
+	err = regularFiles(stagedRoot, func(rel string, data []byte, mode fs.FileMode) error {
+		staged = append(staged, File{Path: RunnerDir + "/" + rel, Data: data, Mode: mode})
+		full := filepath.Join(liveRoot, filepath.FromSlash(rel))
+		old, oerr := os.ReadFile(full)
+		st, serr := os.Stat(full)
+		if oerr != nil || serr != nil || !bytes.Equal(old, data) || st.Mode().Perm() != mode {
+			ids[agentOf(rel)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	err = regularFiles(liveRoot, func(rel string, _ []byte, _ fs.FileMode) error {
+		if _, err := os.Stat(filepath.Join(stagedRoot, filepath.FromSlash(rel))); err != nil {
+			ids[agentOf(rel)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return staged, sortedKeys(ids), nil
+}
+
+// regularFiles calls fn with every regular file under root: its path
+// relative to root (slash-separated), bytes and permissions. A missing
+// root holds none.
+func regularFiles(root string, fn func(rel string, data []byte, mode fs.FileMode) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return fn(filepath.ToSlash(rel), data, info.Mode().Perm())
+	})
 }
 
 // liveVersion returns the copy an agent's live link names; live is false

@@ -3,10 +3,14 @@ package compile
 import (
 	"fmt"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // Summary renders what each agent may call and read, the text `claw
-// compile` prints.
+// compile` prints. A mediated tool reads "presented -> canonical
+// [mediated]" (the model calls it by its presented name); a native one
+// "canonical [native]" (the runner calls it on cllama's /mcp).
 func Summary(r *Result) string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "pod %s: %d agent(s)\n", r.Pod.Name, len(r.Agents))
@@ -21,11 +25,19 @@ func Summary(r *Result) string {
 		} else {
 			fmt.Fprintf(&w, "  tools (%d):\n", len(a.Tools))
 			for _, t := range a.Tools {
-				ro := ""
-				if t.ReadOnly {
-					ro = " [read-only]"
+				tags := t.Mode
+				if tags == "" {
+					tags = manifest.ModeMediated
 				}
-				fmt.Fprintf(&w, "    %s -> %s%s\n", t.Presented, t.Canonical, ro)
+				if t.ReadOnly {
+					tags += ", read-only"
+				}
+				if t.Mode == manifest.ModeNative {
+					// The runner calls it by its canonical name on /mcp.
+					fmt.Fprintf(&w, "    %s [%s]\n", t.Canonical, tags)
+					continue
+				}
+				fmt.Fprintf(&w, "    %s -> %s [%s]\n", t.Presented, t.Canonical, tags)
 			}
 		}
 		if len(a.Feeds) == 0 {

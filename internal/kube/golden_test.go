@@ -23,6 +23,7 @@ var goldenCases = map[string]string{
 	"trading-desk":     "../compile/testdata/trading-desk/pod",
 	"perimeter":        "../compile/testdata/perimeter/pod",
 	"perimeter-agents": "../compile/testdata/perimeter-agents/pod",
+	"native-tools":     "../compile/testdata/native-tools/pod",
 	"features":         "testdata/features/pod",
 }
 

@@ -367,7 +367,8 @@ func (r *renderer) agentFiles(id string) (secret, public map[string][]byte, secr
 
 // agent renders one agent: its Deployment (one pod), the ConfigMap of
 // what it mounts (contract, pod view, skills), its token Secret, the
-// Secret of the context only cllama reads, and its authored environment.
+// Secret of the context only cllama reads, its authored environment and,
+// with native tools, the Secret of its MCP client configuration.
 func (r *renderer) agent(a *compile.Agent) error {
 	svc := r.p.Services[a.Service]
 	labels, selector := r.podLabels(RoleAgent, a.Service, a.ID)
@@ -429,6 +430,19 @@ func (r *renderer) agent(a *compile.Agent) error {
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-context"}, Items: skills},
 		}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-skills", MountPath: compile.AgentSkillsDir, ReadOnly: true})
+	}
+	if compile.NativeEnv(a) != nil {
+		// The MCP client configuration holds the agent's token: a Secret
+		// of its own, mounted into this agent only, as compose does.
+		f, ok := r.files[compile.MCPConfigPath(a.ID)]
+		if !ok {
+			return fmt.Errorf("kube: the compile result has no %s", compile.MCPConfigPath(a.ID))
+		}
+		r.secret(a.ID+"-mcp", objLabels, map[string][]byte{compile.MCPConfigName: f.Data})
+		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-mcp", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: a.ID + "-mcp"},
+		}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-mcp", MountPath: compile.AgentMCPConfig, SubPath: compile.MCPConfigName, ReadOnly: true})
 	}
 	if err := checkVolumeNames(ps); err != nil {
 		return r.errf(a.Service, "volumes", err.Error(), "rename the volume")

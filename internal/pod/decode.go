@@ -27,7 +27,7 @@ func (d *decoder) warnf(key, format string, args ...any) {
 	d.warnings = append(d.warnings, fmt.Sprintf("%s: %s: %s", where, key, fmt.Sprintf(format, args...)))
 }
 
-var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "feeds-defaults", "tool-policy", "runner-env"}
+var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "tools-mode", "feeds-defaults", "tool-policy", "runner-env"}
 
 var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env", "models"}
 
@@ -131,6 +131,11 @@ func (d *decoder) podClaw(v any) (Claw, error) {
 	if raw, ok := m["tools-defaults"]; ok {
 		c.HasToolsDefaults = true
 		if c.ToolsDefaults, err = decodeList(d, toolsList, "x-claw.tools-defaults", raw, false); err != nil {
+			return c, err
+		}
+	}
+	if raw, ok := m["tools-mode"]; ok && raw != nil {
+		if c.ToolsMode, err = d.toolMode("x-claw.tools-mode", "tools-mode", raw); err != nil {
 			return c, err
 		}
 	}

@@ -19,6 +19,7 @@ func FuzzDecodeXClaw(f *testing.F) {
 		"tool-policy: {timeout-per-tool-ms: 5, total-timeout-ms: 1}",
 		"cllama: passthrough\negress: true\nrunner-env: {LLM_BASE_URL: openai-base-url, K: token}",
 		"runner-env: {A: anthropic-base-url}\negress: 'false'",
+		"tools-mode: native\ntools-defaults: [{service: api, allow: [read], mode: mediated}]\ntools: ['...', {service: api, allow: all, mode: native}]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -36,6 +37,13 @@ func FuzzDecodeXClaw(f *testing.F) {
 				for _, n := range NormaliseGrants(g) {
 					if n.All && len(n.Tools) > 0 {
 						t.Fatalf("normalised grant has all and names: %+v", n)
+					}
+					for _, name := range append([]string{"any"}, n.Tools...) {
+						mode, err := ToolMode("claw-pod.yml", "svc", &claw, g, n.Service, name)
+						checkErr(t, err)
+						if err == nil && mode != "mediated" && mode != "native" {
+							t.Fatalf("tool %s.%s has mode %q", n.Service, name, mode)
+						}
 					}
 				}
 			} else {

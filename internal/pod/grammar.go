@@ -1,5 +1,7 @@
 package pod
 
+import "github.com/clawdapus/clawgo/internal/manifest"
+
 // Claw is the pod-level x-claw block.
 type Claw struct {
 	// Name is x-claw.pod; empty when absent (Pod.Name then falls back to the
@@ -10,6 +12,10 @@ type Claw struct {
 	// from an absent one (`...` without defaults is an error).
 	ToolsDefaults    []GrantEntry
 	HasToolsDefaults bool
+	// ToolsMode is x-claw.tools-mode: the mode of grant entries that write
+	// no mode: of their own (manifest.ModeMediated or ModeNative); empty
+	// when absent, which reads as mediated.
+	ToolsMode        string
 	FeedsDefaults    []FeedEntry
 	HasFeedsDefaults bool
 	// ToolPolicy is the pod-wide tool-policy; services override per key.
@@ -138,8 +144,23 @@ type GrantEntry struct {
 	// All is `allow: all` (or a bare service name).
 	All   bool
 	Names []string
+	// Mode is the entry's mode: as written (manifest.ModeMediated or
+	// ModeNative); empty takes x-claw.tools-mode (see Claw.EntryMode).
+	Mode string
 	// Key is where the entry was written, for errors (e.g. "x-claw.tools[1]").
 	Key string
+}
+
+// EntryMode is the mode entry e gives the tools it grants: its own mode:,
+// else the pod's tools-mode, else mediated.
+func (c *Claw) EntryMode(e GrantEntry) string {
+	switch {
+	case e.Mode != "":
+		return e.Mode
+	case c != nil && c.ToolsMode != "":
+		return c.ToolsMode
+	}
+	return manifest.ModeMediated
 }
 
 // Grant is the normalised verb authority over one service: All wins,

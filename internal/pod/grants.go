@@ -2,6 +2,7 @@ package pod
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -18,10 +19,20 @@ func (d *decoder) grantName(key, name string) (GrantEntry, error) {
 	return GrantEntry{Service: name, All: true, Key: key}, nil
 }
 
+// grantKeys are the keys of a grant entry written as a mapping.
+var grantKeys = []string{"service", "allow", "mode"}
+
 func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
 	g := GrantEntry{Key: key}
-	if err := d.strictKeys(key, m, []string{"service", "allow"}); err != nil {
+	if err := d.strictKeys(key, m, grantKeys); err != nil {
 		return g, err
+	}
+	if raw, ok := m["mode"]; ok && raw != nil {
+		mode, err := d.toolMode(key+".mode", "mode", raw)
+		if err != nil {
+			return g, err
+		}
+		g.Mode = mode
 	}
 	svc, err := d.str(key+".service", m["service"], true)
 	if err != nil {
@@ -65,6 +76,25 @@ func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) 
 		return g, d.errf(key+".allow", "write `allow: all` or `allow: [tool, ...]`", "must be `all` or a list, got %s", typeName(raw))
 	}
 	return g, nil
+}
+
+// toolModes are the values of mode: and x-claw.tools-mode.
+var toolModes = []string{manifest.ModeMediated, manifest.ModeNative}
+
+// toolMode decodes a tool mode written at key, whose last part is leaf
+// (for the fix).
+func (d *decoder) toolMode(key, leaf string, v any) (string, error) {
+	s, isStr := v.(string)
+	if isStr && manifest.ValidMode(s) {
+		return s, nil
+	}
+	hint := ""
+	if isStr {
+		hint = didYouMean(s, toolModes)
+	}
+	fix := fmt.Sprintf("%swrite `%s: %s` (cllama adds the tools to model requests and runs the calls; the default) or `%s: %s` (the runner calls them itself on cllama's /mcp)",
+		hint, leaf, manifest.ModeMediated, leaf, manifest.ModeNative)
+	return "", d.errf(key, fix, "%s is not a tool mode", describeValue(v))
 }
 
 // ExpandGrants applies the defaults rule (spec 000 §2) to the service's
@@ -111,4 +141,32 @@ func NormaliseGrants(entries []GrantEntry) []Grant {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out
+}
+
+// ToolMode is the mode in which entries (a service's expanded grants,
+// see ExpandGrants) give tool name of target to the agent of service: the
+// mode of every entry granting it (see Claw.EntryMode). Two entries
+// granting it in different modes are an error naming both: a tool is
+// native or mediated for an agent, not both.
+func ToolMode(file, service string, c *Claw, entries []GrantEntry, target, name string) (string, error) {
+	mode, from := "", ""
+	for _, e := range entries {
+		if e.Spread || e.Service != target || (!e.All && !slices.Contains(e.Names, name)) {
+			continue
+		}
+		m := c.EntryMode(e)
+		if from == "" {
+			mode, from = m, e.Key
+			continue
+		}
+		if m != mode {
+			return "", &Error{File: file, Service: service, Key: e.Key,
+				Problem: fmt.Sprintf("tool %q is granted as %s here and as %s by %s; a tool is one or the other for an agent", target+"."+name, m, mode, from),
+				Fix:     fmt.Sprintf("pick one mode: write the same `mode:` on %s and %s (an entry without one takes x-claw.tools-mode, default %s), or grant the tool in one of them only", from, e.Key, manifest.ModeMediated)}
+		}
+	}
+	if from == "" {
+		return c.EntryMode(GrantEntry{}), nil
+	}
+	return mode, nil
 }

@@ -198,3 +198,108 @@ func TestMisspeltKeys(t *testing.T) {
 		t.Fatalf("a key near nothing got a suggestion: %q", warns)
 	}
 }
+
+// An entry's mode: wins; an entry without one takes x-claw.tools-mode, and
+// without that is mediated, in the service's list and in the defaults
+// alike.
+func TestToolModes(t *testing.T) {
+	for _, tc := range []struct {
+		name, pod, svc string
+		want           map[string]string // "<service>.<tool>" -> mode
+	}{
+		{"default is mediated", "tools-defaults: [{service: api, allow: [read]}]",
+			"cllama: p\ntools: ['...', {service: api, allow: [write]}]",
+			map[string]string{"api.read": "mediated", "api.write": "mediated"}},
+		{"pod-wide native", "tools-mode: native\ntools-defaults: [{service: api, allow: [read]}]",
+			"cllama: p\ntools: ['...', {service: api, allow: [write]}, search]",
+			map[string]string{"api.read": "native", "api.write": "native", "search.any": "native"}},
+		{"entry overrides pod-wide", "tools-mode: native",
+			"cllama: p\ntools: [{service: api, allow: [write], mode: mediated}, {service: api, allow: [read]}]",
+			map[string]string{"api.read": "native", "api.write": "mediated"}},
+		{"defaults entry keeps its mode", "tools-defaults: [{service: api, allow: [read], mode: native}]",
+			"cllama: p",
+			map[string]string{"api.read": "native"}},
+		{"same mode twice is fine", "tools-mode: native\ntools-defaults: [{service: api, allow: all}]",
+			"cllama: p\ntools: ['...', {service: api, allow: [read], mode: native}]",
+			map[string]string{"api.read": "native", "api.write": "native"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustPod(t, tc.pod)
+			s := mustService(t, tc.svc)
+			entries, err := ExpandGrants("claw-pod.yml", "svc", &c, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for tool, want := range tc.want {
+				target, name, _ := strings.Cut(tool, ".")
+				got, err := ToolMode("claw-pod.yml", "svc", &c, entries, target, name)
+				if err != nil || got != want {
+					t.Errorf("%s: got %q, %v; want %q", tool, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+// A tool granted in two modes is an error at the second entry that names
+// the first and says to pick one mode; a tool granted in one mode by one
+// entry is unaffected by another entry's mode for other tools.
+func TestToolModeConflict(t *testing.T) {
+	c := mustPod(t, "tools-defaults: [{service: api, allow: all}]")
+	s := mustService(t, "cllama: p\ntools: ['...', {service: api, allow: [write], mode: native}]")
+	entries, err := ExpandGrants("claw-pod.yml", "svc", &c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ToolMode("claw-pod.yml", "svc", &c, entries, "api", "write")
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want *Error", err)
+	}
+	if e.File != "claw-pod.yml" || e.Service != "svc" || e.Key != "x-claw.tools[1]" ||
+		!strings.Contains(e.Problem, `"api.write"`) || !strings.Contains(e.Problem, "as native here and as mediated by x-claw.tools-defaults[0]") ||
+		!strings.Contains(e.Fix, "pick one mode") || !strings.Contains(e.Fix, "x-claw.tools-defaults[0] and x-claw.tools[1]") {
+		t.Fatalf("got %+v", e)
+	}
+	if m, err := ToolMode("claw-pod.yml", "svc", &c, entries, "api", "read"); err != nil || m != "mediated" {
+		t.Fatalf("read: %q %v", m, err)
+	}
+}
+
+// A mode that is neither mediated nor native is an error naming the key,
+// suggesting the nearest mode; absent or null is the default.
+func TestToolModeErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, key, problem, fix string }{
+		{"misspelt", "cllama: p\ntools: [{service: a, allow: all, mode: natve}]", "x-claw.tools[0].mode", `"natve" is not a tool mode`, "did you mean `native`? write `mode: mediated`"},
+		{"case", "cllama: p\ntools: [{service: a, allow: all, mode: Native}]", "x-claw.tools[0].mode", `"Native" is not a tool mode`, "did you mean `native`?"},
+		{"other word", "cllama: p\ntools: [{service: a, allow: all, mode: mcp}]", "x-claw.tools[0].mode", `"mcp" is not a tool mode`, "write `mode: mediated`"},
+		{"not a string", "cllama: p\ntools: [{service: a, allow: all, mode: [native]}]", "x-claw.tools[0].mode", "a list is not a tool mode", "`mode: native`"},
+		{"misspelt key", "cllama: p\ntools: [{service: a, allow: all, modes: native}]", "x-claw.tools[0].modes", "unknown key", "did you mean `mode`?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+			var e *Error
+			if !errors.As(err, &e) || e.File != "claw-pod.yml" || e.Service != "svc" || e.Key != tc.key ||
+				!strings.Contains(e.Problem, tc.problem) || !strings.Contains(e.Fix, tc.fix) {
+				t.Fatalf("got %+v (%v)", e, err)
+			}
+		})
+	}
+	for _, tc := range []struct{ src, problem, fix string }{
+		{"tools-mode: mediatd", `"mediatd" is not a tool mode`, "did you mean `mediated`? write `tools-mode: mediated`"},
+		{"tools-mode: true", "a boolean is not a tool mode", "`tools-mode: native`"},
+		{"tools-defaults: [{service: a, allow: all, mode: x}]", `"x" is not a tool mode`, "`mode: native`"},
+	} {
+		_, _, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
+		var e *Error
+		if !errors.As(err, &e) || e.File != "claw-pod.yml" || e.Service != "" || !strings.Contains(e.Problem, tc.problem) || !strings.Contains(e.Fix, tc.fix) {
+			t.Errorf("%s: got %+v (%v)", tc.src, e, err)
+		}
+	}
+	if c := mustPod(t, "tools-mode: null"); c.ToolsMode != "" || c.EntryMode(GrantEntry{}) != "mediated" {
+		t.Errorf("null tools-mode: %+v", c)
+	}
+	if s := mustService(t, "cllama: p\ntools: [{service: a, allow: all, mode: null}]"); s.Tools[0].Mode != "" {
+		t.Errorf("null mode: %+v", s.Tools[0])
+	}
+}
