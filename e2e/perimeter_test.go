@@ -305,7 +305,7 @@ func checkPerimeter(t *testing.T, p *pod) {
 		mustReach("probe-out-0", fmt.Sprintf("%s:%d", rs[i].Gateway, hostPort))
 	})
 	t.Run("the runners are on their own network only", func(t *testing.T) {
-		for _, agent := range []string{"analyst", "executor"} {
+		for _, agent := range []string{"analyst", "executor", "scout"} {
 			nets := slices.Sorted(func(yield func(string) bool) {
 				for k := range p.ipsOf(agent) {
 					if !yield(k) {

@@ -21,20 +21,24 @@ type runnerSummary struct {
 		User        string   `json:"user"`
 		Answer      string   `json:"answer"`
 		NativeCalls []string `json:"native_calls"`
+		MCPCalls    []string `json:"mcp_calls"`
 	} `json:"turns"`
 	Failure string `json:"failure"`
 }
 
+// receivedRequest is one request as trading-api saw it.
+type receivedRequest struct {
+	Method     string          `json:"method"`
+	Path       string          `json:"path"`
+	ClawID     string          `json:"claw_id"`
+	Authorized bool            `json:"authorized"`
+	Body       json.RawMessage `json:"body"`
+}
+
 // received is the trading-api's operator view of what reached it.
 type received struct {
-	Received []struct {
-		Method     string          `json:"method"`
-		Path       string          `json:"path"`
-		ClawID     string          `json:"claw_id"`
-		Authorized bool            `json:"authorized"`
-		Body       json.RawMessage `json:"body"`
-	} `json:"received"`
-	Trades []struct {
+	Received []receivedRequest `json:"received"`
+	Trades   []struct {
 		ClawID   string  `json:"claw_id"`
 		Symbol   string  `json:"symbol"`
 		Side     string  `json:"side"`
@@ -62,11 +66,14 @@ func TestTradingDesk(t *testing.T) {
 	}
 }
 
+// agents are the example pod's agents.
+var agents = []string{"analyst", "researcher", "executor", "scout"}
+
 func tradingDesk(t *testing.T) {
 	p := startPod(t, "trading-desk", probeServices)
 
 	summaries := map[string]runnerSummary{}
-	for _, agent := range []string{"analyst", "researcher", "executor"} {
+	for _, agent := range agents {
 		code := p.waitExited(agent, 3*time.Minute)
 		log := p.logs(agent)
 		if code != 0 {
@@ -147,8 +154,11 @@ func tradingDesk(t *testing.T) {
 			// The analyst and the researcher share the analyst's model and
 			// grant; only the API differs.
 			agent := "executor"
-			if strings.Contains(rec.Model, "analyst") {
+			switch {
+			case strings.Contains(rec.Model, "analyst"):
 				agent = "analyst"
+			case strings.Contains(rec.Model, "native"):
+				agent = "scout"
 			}
 			if !strings.Contains(rec.System, "BEGIN FEED: market-summary") {
 				t.Errorf("%s request %d: the market-summary feed is not in the system context", agent, rec.Seq)
@@ -167,6 +177,15 @@ func tradingDesk(t *testing.T) {
 			}
 			if agent == "executor" && !trade {
 				t.Errorf("executor request %d was not offered execute_trade: %v", rec.Seq, rec.Tools)
+			}
+			// The scout's tools are native: exactly what its runner listed
+			// on /mcp and offered itself, cllama added none.
+			if agent == "scout" {
+				want := []string{"market-data__lookup_symbol", "save_note", "trading-api__get_market_context"}
+				got := slices.Sorted(slices.Values(rec.Tools))
+				if !slices.Equal(got, want) {
+					t.Errorf("scout request %d offered %v, want %v", rec.Seq, got, want)
+				}
 			}
 			if got := rec.Auth["Authorization"] + rec.Auth["X-Api-Key"]; !strings.Contains(got, "sim-key-not-secret") {
 				t.Errorf("request %d reached the provider with credentials %q, not the pod's provider key", rec.Seq, got)
@@ -220,6 +239,8 @@ func tradingDesk(t *testing.T) {
 		}
 	})
 
+	t.Run("scout used its native tools over MCP", func(t *testing.T) { checkNative(t, p, summaries["scout"], desk, events) })
+
 	t.Run("history records the tool trace", func(t *testing.T) {
 		calls := map[string][]history.ToolCall{}
 		for _, agent := range []string{"analyst", "researcher", "executor"} {
@@ -258,7 +279,7 @@ func tradingDesk(t *testing.T) {
 		}
 		// The provider key is interpolated from .env into cllama's settings
 		// only; it must not be in any agent container's environment.
-		for _, agent := range []string{"analyst", "researcher", "executor"} {
+		for _, agent := range agents {
 			env := run(t, "", time.Minute, "docker", "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", p.container(agent))
 			if strings.Contains(env, "sim-key-not-secret") || strings.Contains(env, "demo-trading-token") {
 				t.Errorf("%s's environment holds a credential:\n%s", agent, env)

@@ -33,7 +33,7 @@ echo "== claw up -d"
 
 echo "== waiting for the agents' conversations (up to ${WAIT}s)"
 deadline=$(( $(date +%s) + WAIT ))
-for svc in analyst researcher executor; do
+for svc in analyst researcher executor scout; do
   while :; do
     id=$(container "$svc")
     if [ -n "$id" ] && [ "$(docker inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" = exited ]; then
@@ -50,7 +50,7 @@ for svc in analyst researcher executor; do
 done
 
 status=0
-for svc in analyst researcher executor; do
+for svc in analyst researcher executor scout; do
   echo; echo "== transcript: $svc"
   docker logs "$(container "$svc")" 2>&1 | grep -v '^RUNNER_SUMMARY' || true
   code=$(docker inspect -f '{{.State.ExitCode}}' "$(container "$svc")")
