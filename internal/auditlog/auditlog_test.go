@@ -185,3 +185,40 @@ func TestFeedFetchesInText(t *testing.T) {
 		}
 	}
 }
+
+// Native calls (an MCP client on cllama's /mcp) and mediated calls of the
+// same tool are one table, each row with its mode; a native call's history
+// entry pairs with its log event and stands for no model exchange.
+func TestNativeAndMediatedCallsInOneTable(t *testing.T) {
+	events := []audit.Event{
+		{TS: ts(1), ClawID: "a", Type: audit.TypeRequest, RequestID: "r1", Format: "openai", Model: "m"},
+		{TS: ts(2), ClawID: "a", Type: audit.TypeToolCall, RequestID: "r1", Round: 1, Tool: "svc.t", Status: "ok", Mode: "mediated"},
+		{TS: ts(3), ClawID: "a", Type: audit.TypeResponse, RequestID: "r1", Format: "openai", Model: "m"},
+		{TS: ts(4), ClawID: "a", Type: audit.TypeToolCall, RequestID: "m1", Format: "mcp", Tool: "svc.t", Status: "ok", Mode: "native", LatencyMS: audit.Ptr(int64(7))},
+		// A cllama older than modes logged no mode: mediated.
+		{TS: ts(5), ClawID: "b", Type: audit.TypeToolCall, RequestID: "r2", Round: 1, Tool: "svc.t", Status: "timeout"},
+	}
+	native := history.Entry{ID: "m1", AgentID: "a", Timestamp: ts(4), Format: history.FormatMCP, Status: "ok", StatusCode: 200,
+		ToolTrace: []history.Round{{ToolCalls: []history.ToolCall{{Name: "svc.t", Service: "svc", Mode: "native", Arguments: json.RawMessage(`{"x":1}`), Result: json.RawMessage(`{"ok":true}`), LatencyMS: 7}}}}}
+	rs := Merge(events, []history.Entry{native})
+	sum := Summarize(rs)
+	if sum.Total.Requests != 1 || sum.Total.ToolCalls != 3 {
+		t.Fatalf("a native call is no model request: %+v", sum.Total)
+	}
+	var out strings.Builder
+	if err := NewReport("p", Sources{}, Filter{}, rs).WriteText(&out, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"AGENT  TOOL   MODE      EFFECT  CALLS  ERRORS",
+		"a      svc.t  mediated  -       1      0",
+		"a      svc.t  native    -       1      0",
+		"b      svc.t  mediated  -       1      1",
+		"a  svc.t  native  ok  7ms",
+		`arguments: {"x":1}`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
