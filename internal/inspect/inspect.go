@@ -137,6 +137,10 @@ type AgentTool struct {
 	Canonical string `json:"canonical"`
 	Service   string `json:"service"`
 	Effect    string `json:"effect"`
+	// Mode is "mediated" (cllama offers it to the model and runs its
+	// calls) or "native" (the runner calls it on cllama's /mcp, by its
+	// canonical name).
+	Mode string `json:"mode"`
 	// GrantedBy are the grant entries that gave the tool.
 	GrantedBy []Grant `json:"granted_by"`
 	// From is the descriptor that declares the tool.
@@ -330,7 +334,7 @@ func agent(p *pod.Pod, a *compile.Agent, descs map[string]*compile.ServiceDescri
 	}
 	for _, t := range a.Tools {
 		service, tool, _ := manifest.SplitToolName(t.Canonical)
-		at := AgentTool{Presented: t.Presented, Canonical: t.Canonical, Service: service, Effect: EffectSideEffect}
+		at := AgentTool{Presented: t.Presented, Canonical: t.Canonical, Service: service, Effect: EffectSideEffect, Mode: t.Mode}
 		if t.ReadOnly {
 			at.Effect = EffectReadOnly
 		}

@@ -126,3 +126,18 @@ services:
 		t.Fatalf("select notes: %+v", rep)
 	}
 }
+
+// An operator reading claw inspect sees which tools an agent's runner
+// calls itself on /mcp (by canonical name) and which cllama offers.
+func TestTextShowsEachToolsMode(t *testing.T) {
+	var b strings.Builder
+	writeAgent(&b, Agent{ID: "scout", Service: "scout", Cllama: true, Tools: []AgentTool{
+		{Presented: "desk__read", Canonical: "desk.read", Effect: EffectReadOnly, Mode: "native"},
+		{Presented: "desk__write", Canonical: "desk.write", Effect: EffectSideEffect, Mode: "mediated"},
+	}})
+	for _, want := range []string{"    desk.read  read-only, native (on /mcp)\n", "    desk__write -> desk.write  side-effect\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // WriteJSON writes the report as one indented JSON document.
@@ -112,7 +114,11 @@ func writeAgent(b *strings.Builder, a Agent) {
 		} else {
 			fmt.Fprintf(b, "  tools (%d):\n", len(a.Tools))
 			for _, t := range a.Tools {
-				fmt.Fprintf(b, "    %s -> %s  %s\n", t.Presented, t.Canonical, t.Effect)
+				if t.Mode == manifest.ModeNative {
+					fmt.Fprintf(b, "    %s  %s, native (on /mcp)\n", t.Canonical, t.Effect)
+				} else {
+					fmt.Fprintf(b, "    %s -> %s  %s\n", t.Presented, t.Canonical, t.Effect)
+				}
 				for _, g := range t.GrantedBy {
 					fmt.Fprintf(b, "      granted by %s: %s\n", g.Key, g.Rule)
 				}
