@@ -79,6 +79,13 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	if err != nil {
 		return err
 	}
+	// One claw at a time compiles and applies a pod; compose itself may
+	// then run as long as it likes.
+	release, err := lockPod(f, p.Dir, "claw up")
+	if err != nil {
+		return err
+	}
+	defer release()
 	fmt.Fprintf(f.IO.ErrOut, "claw: compiling %s\n", opts.File)
 	res, _, err := compileLoaded(ctx, f, p, &opts.BuildOptions)
 	if err != nil {
@@ -100,6 +107,7 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	if line := appliedLine(applied); line != "" {
 		fmt.Fprintf(f.IO.ErrOut, "claw: applied: %s\n", line)
 	}
+	release()
 	// cllama writes session history here; create it so the bind mount is a
 	// directory owned by the operator.
 	if err := os.MkdirAll(filepath.Join(res.Pod.Dir, compile.HistoryDir), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -70,7 +71,22 @@ func compileAndStage(ctx context.Context, f *Factory, o *BuildOptions) (*compile
 	if err != nil {
 		return nil, nil, err
 	}
+	release, err := lockPod(f, p.Dir, "claw compile")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
 	return compileLoaded(ctx, f, p, o)
+}
+
+// podLockWait is how long a claw waits for another working on the same pod.
+const podLockWait = 2 * time.Minute
+
+// lockPod takes the pod's lock (compile.LockPod), saying so while it waits.
+func lockPod(f *Factory, dir, what string) (func(), error) {
+	return compile.LockPod(dir, what, podLockWait, func(holder string) {
+		fmt.Fprintf(f.IO.ErrOut, "claw: waiting for another claw working on this pod (%s)\n", holder)
+	})
 }
 
 // compileLoaded compiles and stages a loaded pod, printing warnings: the
