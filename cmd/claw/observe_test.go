@@ -248,7 +248,7 @@ func TestAuditFromComposeLogs(t *testing.T) {
 		t.Fatalf("engine config %+v", r.engine.cfg)
 	}
 	fromCompose := decodeAudit(t, r.out.Bytes())
-	if st := fromCompose.Sources.LogStats; st.Malformed != 2 || st.Other != 1 || st.Events != 25 {
+	if st := fromCompose.Sources.LogStats; st.Malformed != 2 || st.Other != 1 || st.Events != 28 {
 		t.Fatalf("log stats %+v", st)
 	}
 	r = runClaw(t, "", "audit", "--log", "cllama.log", "--json")

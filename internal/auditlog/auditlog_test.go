@@ -2,6 +2,7 @@ package auditlog
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +166,44 @@ func TestModelArgumentsShownBesideExecuted(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `arguments: {"claw_id":"beta"}`) || !strings.Contains(out.String(), `model sent: {"claw_id":"alpha"} (cllama executed the arguments above)`) {
 		t.Fatalf("text report:\n%s", out.String())
+	}
+}
+
+// A call's start within its round comes from the trace, beside its
+// latency, so the text shows which calls of a round overlapped.
+func TestCallStartWithinRound(t *testing.T) {
+	events := []audit.Event{{TS: ts(2), ClawID: "a", Type: audit.TypeToolCall, RequestID: "r1", Round: 1, Tool: "svc.t", Status: "ok", LatencyMS: audit.Ptr(int64(200))}}
+	entry := history.Entry{ID: "r1", AgentID: "a", Timestamp: ts(1), ToolTrace: []history.Round{{Round: 1, ToolCalls: []history.ToolCall{
+		{Name: "svc.t", Service: "svc", Arguments: json.RawMessage(`{"q":1}`), Result: json.RawMessage(`{"ok":true}`), StartMS: audit.Ptr(int64(0)), LatencyMS: 200},
+		{Name: "svc.t", Service: "svc", Arguments: json.RawMessage(`{"q":2}`), Result: json.RawMessage(`{"ok":true}`), StartMS: audit.Ptr(int64(1)), LatencyMS: 199},
+		{Name: "svc.t", Service: "svc", Arguments: json.RawMessage(`{"q":3}`), Result: json.RawMessage(`{"ok":true}`), LatencyMS: 5},
+	}}}}
+	rs := Merge(events, []history.Entry{entry})
+	var starts []string
+	for _, r := range rs {
+		if r.Type != audit.TypeToolCall {
+			continue
+		}
+		if r.StartMS == nil {
+			starts = append(starts, "-")
+		} else {
+			starts = append(starts, strconv.FormatInt(*r.StartMS, 10))
+		}
+	}
+	if strings.Join(starts, " ") != "1 - 0" { // ordered by time: the logged call last
+		t.Fatalf("start_ms of the records: %v", starts)
+	}
+	var out strings.Builder
+	if err := NewReport("p", Sources{}, Filter{}, rs).WriteText(&out, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"round 1 (started +0ms, 200ms)", "round 1 (started +1ms, 199ms)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Count(out.String(), "started +") != 2 {
+		t.Errorf("a call without start_ms shows one:\n%s", out.String())
 	}
 }
 

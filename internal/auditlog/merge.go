@@ -35,6 +35,10 @@ type Record struct {
 	// that asked for this round's calls (tool_trace round_usage).
 	RoundTokensIn  *int `json:"round_tokens_in,omitempty"`
 	RoundTokensOut *int `json:"round_tokens_out,omitempty"`
+	// StartMS is when the call started, in milliseconds from its round's
+	// start (the trace's start_ms): with the latency it shows which calls
+	// of a round overlapped.
+	StartMS *int64 `json:"start_ms,omitempty"`
 	// DuplicateOfRound is set on a repeated call that was answered with
 	// a duplicate_tool_call error instead of being executed again.
 	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`
@@ -99,6 +103,7 @@ func HistoryCalls(e history.Entry) []Record {
 				Result:           c.Result,
 				RoundTokensIn:    audit.Ptr(r.RoundUsage.PromptTokens),
 				RoundTokensOut:   audit.Ptr(r.RoundUsage.CompletionTokens),
+				StartMS:          c.StartMS,
 				DuplicateOfRound: c.DuplicateOfRound,
 				Source:           SourceHistory,
 			}
@@ -216,6 +221,7 @@ func Merge(events []audit.Event, entries []history.Entry) []Record {
 			r := &out[i]
 			r.Arguments, r.ModelArguments, r.Result = c.Arguments, c.ModelArguments, c.Result
 			r.RoundTokensIn, r.RoundTokensOut = c.RoundTokensIn, c.RoundTokensOut
+			r.StartMS = c.StartMS
 			r.DuplicateOfRound = c.DuplicateOfRound
 			if r.Service == "" {
 				r.Service = c.Service

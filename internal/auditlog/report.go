@@ -195,7 +195,12 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 		ctx = append(ctx, "request "+c.RequestID)
 	}
 	if c.Round > 0 {
-		ctx = append(ctx, "round "+strconv.Itoa(c.Round))
+		r := "round " + strconv.Itoa(c.Round)
+		if c.StartMS != nil {
+			// Calls of a round whose spans overlap ran concurrently.
+			r += fmt.Sprintf(" (started +%dms, %s)", *c.StartMS, latency)
+		}
+		ctx = append(ctx, r)
 	}
 	if c.Model != "" {
 		ctx = append(ctx, "model "+c.Model)

@@ -21,8 +21,9 @@ import (
 //	kind: Tool
 //	metadata: {name, version, labels}
 //	spec: {description, input_schema, output_schema, mcp_source {uri,
-//	       tool_name}, annotations, timeout_ms, retry {max_attempts,
-//	       backoff}, sandbox_ref, policy_ref}
+//	       tool_name}, annotations (MCP hints, readOnly, parallel_safe),
+//	       timeout_ms, retry {max_attempts, backoff}, sandbox_ref,
+//	       policy_ref}
 //
 // mapped into the same Tool IR as descriptor tools.
 
@@ -162,7 +163,7 @@ var (
 	ckpSpecKeys   = []string{"description", "input_schema", "output_schema", "sandbox_ref", "policy_ref", "mcp_source", "annotations", "timeout_ms", "retry"}
 	ckpSourceKeys = []string{"uri", "tool_name"}
 	ckpRetryKeys  = []string{"max_attempts", "backoff"}
-	ckpAnnotKeys  = []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "readOnly"}
+	ckpAnnotKeys  = []string{"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "readOnly", "parallel_safe", "parallelSafe"}
 )
 
 // MaxToolManifestDocs bounds the documents of one manifest file.
@@ -408,6 +409,7 @@ func parseAnnotations(raw json.RawMessage, name string) (*manifest.Annotations, 
 		return nil, withTool(err, name)
 	}
 	var a manifest.Annotations
+	var parallelCamel *bool
 	for _, k := range sortedRawKeys(keys) {
 		v := keys[k]
 		if k == "title" {
@@ -431,8 +433,17 @@ func parseAnnotations(raw json.RawMessage, name string) (*manifest.Annotations, 
 			a.OpenWorldHint = b
 		case "readOnly":
 			a.ReadOnly = b
+		case "parallel_safe":
+			a.ParallelSafe = b
+		case "parallelSafe":
+			parallelCamel = b
 		}
 	}
+	ps, err := parallelSafe(a.ParallelSafe, parallelCamel)
+	if err != nil {
+		return nil, fieldErr("spec.annotations.parallelSafe", "%v (tool %q)", err, name)
+	}
+	a.ParallelSafe = ps
 	return &a, nil
 }
 

@@ -129,6 +129,8 @@ func TestToolManifestRules(t *testing.T) {
 		{"annotation not a bool", okSpec + "  annotations: {readOnlyHint: maybe}\n", "spec.annotations.readOnlyHint", "must be true or false"},
 		{"annotation unknown", okSpec + "  annotations: {safeHint: true}\n", "spec.annotations.safeHint", "unknown key"},
 		{"annotations not a mapping", okSpec + "  annotations: [readOnlyHint]\n", "spec.annotations", "must be a mapping"},
+		{"parallel_safe not a bool", okSpec + "  annotations: {parallel_safe: often}\n", "spec.annotations.parallel_safe", "must be true or false"},
+		{"parallel_safe spellings disagree", okSpec + "  annotations: {parallel_safe: true, parallelSafe: false}\n", "spec.annotations.parallelSafe", "contradicts parallel_safe"},
 		{"timeout zero", okSpec + "  timeout_ms: 0\n", "spec.timeout_ms", "whole number > 0"},
 		{"timeout negative", okSpec + "  timeout_ms: -5\n", "spec.timeout_ms", "whole number > 0"},
 		{"timeout fractional", okSpec + "  timeout_ms: 1.5\n", "spec.timeout_ms", "whole number > 0"},
@@ -159,6 +161,28 @@ func TestToolManifestRules(t *testing.T) {
 				t.Errorf("problem = %q, want it to contain %q", fe.Problem, c.problem)
 			}
 		})
+	}
+}
+
+// A Tool manifest marks its tool parallel-safe in either spelling.
+func TestToolManifestParallelSafe(t *testing.T) {
+	for _, c := range []struct {
+		annotations string
+		want        bool
+	}{
+		{"{readOnlyHint: true}", false},
+		{"{parallel_safe: true}", true},
+		{"{parallelSafe: true}", true},
+		{"{parallel_safe: true, parallelSafe: true}", true},
+		{"{parallelSafe: false}", false},
+	} {
+		ms, err := ParseToolManifests([]byte(okSpec + "  annotations: " + c.annotations + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.annotations, err)
+		}
+		if got := ms[0].Tool.Annotations.IsParallelSafe(); got != c.want {
+			t.Errorf("%s: parallel-safe %v, want %v", c.annotations, got, c.want)
+		}
 	}
 }
 

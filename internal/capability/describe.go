@@ -31,14 +31,48 @@ type wireDescriptor struct {
 }
 
 type wireTool struct {
-	Name         string                `json:"name"`
-	Description  string                `json:"description"`
-	InputSchema  json.RawMessage       `json:"inputSchema"`
-	OutputSchema json.RawMessage       `json:"outputSchema"`
-	Annotations  *manifest.Annotations `json:"annotations"`
-	HTTP         *wireHTTP             `json:"http"`
-	TimeoutMS    int                   `json:"timeout_ms"`
-	Retry        *manifest.Retry       `json:"retry"`
+	Name         string           `json:"name"`
+	Description  string           `json:"description"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema"`
+	Annotations  *wireAnnotations `json:"annotations"`
+	HTTP         *wireHTTP        `json:"http"`
+	TimeoutMS    int              `json:"timeout_ms"`
+	Retry        *manifest.Retry  `json:"retry"`
+}
+
+// wireAnnotations are a tool's annotations as a descriptor writes them:
+// manifest.Annotations, parallel_safe also accepted in MCP's camelCase
+// spelling (parallelSafe).
+type wireAnnotations struct {
+	manifest.Annotations
+	ParallelSafeCamel *bool `json:"parallelSafe"`
+}
+
+// annotations returns w as the IR's annotations (nil when absent).
+func (w *wireAnnotations) annotations(tool string) (*manifest.Annotations, error) {
+	if w == nil {
+		return nil, nil
+	}
+	a := w.Annotations
+	ps, err := parallelSafe(a.ParallelSafe, w.ParallelSafeCamel)
+	if err != nil {
+		return nil, fieldErr(".annotations.parallelSafe", "%v (tool %q)", err, tool)
+	}
+	a.ParallelSafe = ps
+	return &a, nil
+}
+
+// parallelSafe is the one value of the parallel_safe annotation written
+// as parallel_safe, parallelSafe or both (then they must agree).
+func parallelSafe(snake, camel *bool) (*bool, error) {
+	switch {
+	case camel == nil:
+		return snake, nil
+	case snake != nil && *snake != *camel:
+		return nil, errors.New("contradicts parallel_safe; write one of the two")
+	}
+	return camel, nil
 }
 
 type wireHTTP struct {
@@ -193,7 +227,7 @@ func decodeTools(ws []wireTool, viaMCP bool) ([]Tool, error) {
 // decodeTool returns errors that start with the field suffix (".name: …").
 func decodeTool(w wireTool, viaMCP bool) (Tool, error) {
 	t := Tool{
-		Name: w.Name, Description: w.Description, Annotations: w.Annotations,
+		Name: w.Name, Description: w.Description,
 		TimeoutMS: w.TimeoutMS, Retry: w.Retry,
 	}
 	if w.Name == "" {
@@ -201,6 +235,10 @@ func decodeTool(w wireTool, viaMCP bool) (Tool, error) {
 	}
 	if !manifest.ValidToolName(w.Name) {
 		return t, fieldErr(".name", "%q must match [a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}", w.Name)
+	}
+	var err error
+	if t.Annotations, err = w.Annotations.annotations(w.Name); err != nil {
+		return t, err
 	}
 	if err := checkSchema(w.InputSchema, true); err != nil {
 		return t, fieldErr(".inputSchema", "%v (tool %q)", err, w.Name)

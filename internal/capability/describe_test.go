@@ -44,6 +44,41 @@ func TestParseDescriptorV2(t *testing.T) {
 	}
 }
 
+// A descriptor tool marks itself parallel-safe in its annotations, as
+// parallel_safe or in MCP's camelCase; the two must agree when both are
+// written.
+func TestParseDescriptorParallelSafe(t *testing.T) {
+	doc := func(annotations string) []byte {
+		return []byte(`{"version":2,"tools":[{"name":"quote","inputSchema":{"type":"object"},"http":{"method":"GET","path":"/q"},"annotations":` + annotations + `}]}`)
+	}
+	for _, c := range []struct {
+		annotations string
+		want        bool
+	}{
+		{`{"readOnlyHint":true}`, false},
+		{`{"parallel_safe":true}`, true},
+		{`{"parallelSafe":true}`, true},
+		{`{"parallel_safe":true,"parallelSafe":true}`, true},
+		{`{"parallel_safe":false}`, false},
+	} {
+		d, err := ParseDescriptor(doc(c.annotations))
+		if err != nil {
+			t.Fatalf("%s: %v", c.annotations, err)
+		}
+		if got := d.Tools[0].Annotations.IsParallelSafe(); got != c.want {
+			t.Errorf("%s: parallel-safe %v, want %v", c.annotations, got, c.want)
+		}
+	}
+	_, err := ParseDescriptor(doc(`{"parallel_safe":false,"parallelSafe":true}`))
+	if err == nil || !strings.Contains(err.Error(), "tools[0].annotations.parallelSafe") || !strings.Contains(err.Error(), "contradicts parallel_safe") {
+		t.Fatalf("disagreeing spellings: %v", err)
+	}
+	_, err = ParseDescriptor(doc(`{"parallel_safe":"yes"}`))
+	if err == nil || !strings.Contains(err.Error(), "parallel_safe") {
+		t.Fatalf("a string parallel_safe: %v", err)
+	}
+}
+
 func TestParseDescriptorV1(t *testing.T) {
 	d, err := ParseDescriptor([]byte(`{"feeds":[{"name":"alerts","path":"/alerts"}],"endpoints":[{"path":"/x"}],"skill":{"path":"s.md"}}`))
 	if err != nil {

@@ -76,8 +76,13 @@ type ToolCall struct {
 	// only when cllama executed something else.
 	ModelArguments json.RawMessage `json:"model_arguments,omitempty"`
 	Result         json.RawMessage `json:"result"`
-	LatencyMS      int64           `json:"latency_ms"`
-	Service        string          `json:"service"`
+	// StartMS is when the call started, in milliseconds from its round's
+	// start (the model's response arriving); with LatencyMS it shows which
+	// calls of a round overlapped. Absent on native calls and on entries
+	// written before it existed.
+	StartMS   *int64 `json:"start_ms,omitempty"`
+	LatencyMS int64  `json:"latency_ms"`
+	Service   string `json:"service"`
 	// Mode is "mediated" (a call of the model that cllama ran in its tool
 	// loop) or "native" (the runner's MCP client called it on /mcp; the
 	// entry is then that one call).

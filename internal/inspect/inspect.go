@@ -180,6 +180,7 @@ type Policy struct {
 	MaxToolResultBytes   Limit `json:"max_tool_result_bytes"`
 	MaxToolCallsPerRound Limit `json:"max_tool_calls_per_round"`
 	MaxToolCallsPerTurn  Limit `json:"max_tool_calls_per_turn"`
+	MaxParallelCalls     Limit `json:"max_parallel_calls"`
 }
 
 // Limit is one policy value and its origin: "service x-claw.tool-policy",
@@ -452,6 +453,7 @@ func policy(eff manifest.Policy, podP, svcP pod.PolicySpec) Policy {
 		MaxToolResultBytes:   lim(eff.MaxToolResultBytes, svcP.MaxToolResultBytes, podP.MaxToolResultBytes),
 		MaxToolCallsPerRound: lim(eff.MaxToolCallsPerRound, svcP.MaxToolCallsPerRound, podP.MaxToolCallsPerRound),
 		MaxToolCallsPerTurn:  lim(eff.MaxToolCallsPerTurn, svcP.MaxToolCallsPerTurn, podP.MaxToolCallsPerTurn),
+		MaxParallelCalls:     lim(eff.MaxParallelCalls, svcP.MaxParallel, podP.MaxParallel),
 	}
 }
 

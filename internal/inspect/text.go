@@ -150,7 +150,7 @@ func writeAgent(b *strings.Builder, a Agent) {
 				name string
 				l    Limit
 			}{{"max_rounds", p.MaxRounds}, {"timeout_per_tool_ms", p.TimeoutPerToolMS}, {"total_timeout_ms", p.TotalTimeoutMS}, {"max_tool_result_bytes", p.MaxToolResultBytes},
-				{"max_tool_calls_per_round", p.MaxToolCallsPerRound}, {"max_tool_calls_per_turn", p.MaxToolCallsPerTurn}} {
+				{"max_tool_calls_per_round", p.MaxToolCallsPerRound}, {"max_tool_calls_per_turn", p.MaxToolCallsPerTurn}, {"max_parallel_calls", p.MaxParallelCalls}} {
 				fmt.Fprintf(tw, "    %s\t%d\t(%s)\n", l.name, l.l.Value, l.l.From)
 			}
 			_ = tw.Flush()

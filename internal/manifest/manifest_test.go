@@ -39,6 +39,32 @@ func TestParseToolsDefaultsAndOverrides(t *testing.T) {
 	if !m.Tools[0].Annotations.IsReadOnly() {
 		t.Fatal("readOnly annotation lost")
 	}
+	if want.MaxParallelCalls != 4 {
+		t.Fatalf("default max_parallel_calls = %d, want 4", want.MaxParallelCalls)
+	}
+	par, err := ParseTools([]byte(strings.Replace(validTools, `"max_rounds": 3`, `"max_parallel_calls": 2`, 1)))
+	if err != nil || par.Policy.MaxParallelCalls != 2 {
+		t.Fatalf("max_parallel_calls: %+v, %v", par, err)
+	}
+}
+
+func TestParallelSafeAnnotation(t *testing.T) {
+	m, err := ParseTools([]byte(validTools))
+	if err != nil || m.Tools[0].Annotations.IsParallelSafe() {
+		t.Fatalf("a tool without parallel_safe must not be parallel-safe: %+v, %v", m, err)
+	}
+	p, err := ParseTools([]byte(strings.Replace(validTools, `{"readOnly": true}`, `{"readOnly": true, "parallel_safe": true}`, 1)))
+	if err != nil || !p.Tools[0].Annotations.IsParallelSafe() {
+		t.Fatalf("parallel_safe true: %+v, %v", p, err)
+	}
+	f, err := ParseTools([]byte(strings.Replace(validTools, `{"readOnly": true}`, `{"parallel_safe": false}`, 1)))
+	if err != nil || f.Tools[0].Annotations.IsParallelSafe() {
+		t.Fatalf("parallel_safe false: %+v, %v", f, err)
+	}
+	var none *Annotations
+	if none.IsParallelSafe() {
+		t.Fatal("nil annotations are not parallel-safe")
+	}
 }
 
 func TestParseToolsModes(t *testing.T) {
@@ -60,6 +86,7 @@ func TestParseToolsErrorsNameTheField(t *testing.T) {
 		"schema not obj":   {`"inputSchema": {"type":"object","properties":{"claw_id":{"type":"string"}}}`, `"inputSchema": []`, "tools[0].inputSchema"},
 		"zero rounds":      {`"max_rounds": 3`, `"max_rounds": 0`, "policy.max_rounds"},
 		"zero calls/round": {`"max_rounds": 3`, `"max_tool_calls_per_round": 0`, "policy.max_tool_calls_per_round"},
+		"zero parallel":    {`"max_rounds": 3`, `"max_parallel_calls": 0`, "policy.max_parallel_calls"},
 		"turn below round": {`"max_rounds": 3`, `"max_tool_calls_per_turn": 4`, "policy.max_tool_calls_per_turn"},
 		"service mismatch": {`"service":"trading-api"`, `"service":"other"`, "tools[0].execution.service"},
 		"version":          {`"version": 1`, `"version": 7`, "version"},

@@ -22,6 +22,9 @@ const (
 	// with 10,000 calls must not become 10,000 service calls).
 	DefaultMaxToolCallsPerRound = 32
 	DefaultMaxToolCallsPerTurn  = 128
+	// DefaultMaxParallelCalls bounds how many parallel-safe calls of one
+	// model response run at the same time.
+	DefaultMaxParallelCalls = 4
 )
 
 // Tools is <context>/<agent-id>/tools.json: the mediated execution manifest.
@@ -64,8 +67,9 @@ func (t *Tool) Native() bool { return t.Mode == ModeNative }
 // that accept a default say so).
 func ValidMode(m string) bool { return m == ModeMediated || m == ModeNative }
 
-// Annotations are MCP tool annotations plus the descriptor's readOnly.
-// They are untrusted hints (MCP) used for policy and audit display.
+// Annotations are MCP tool annotations plus the descriptor's readOnly
+// and parallel_safe. They are untrusted hints (MCP) used for policy and
+// audit display.
 type Annotations struct {
 	Title           string `json:"title,omitempty"`
 	ReadOnly        *bool  `json:"readOnly,omitempty"`
@@ -73,6 +77,13 @@ type Annotations struct {
 	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
 	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
 	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+	// ParallelSafe says the tool's service may run several calls of it
+	// (and of other parallel-safe tools) at once: cllama then runs the
+	// consecutive parallel-safe calls of one model response concurrently,
+	// at most the policy's max_parallel_calls at a time. Absent or false,
+	// a call runs alone. The service's author declares it; nothing infers
+	// it from readOnly.
+	ParallelSafe *bool `json:"parallel_safe,omitempty"`
 }
 
 // IsReadOnly reports whether either readOnly form is set true.
@@ -83,6 +94,11 @@ func (a *Annotations) IsReadOnly() bool {
 // IsIdempotent reports whether the tool may be retried safely.
 func (a *Annotations) IsIdempotent() bool {
 	return a.IsReadOnly() || (a != nil && a.IdempotentHint != nil && *a.IdempotentHint)
+}
+
+// IsParallelSafe reports whether parallel_safe is set true.
+func (a *Annotations) IsParallelSafe() bool {
+	return a != nil && a.ParallelSafe != nil && *a.ParallelSafe
 }
 
 // Transports.
@@ -136,6 +152,9 @@ type Policy struct {
 	// calls beyond either are answered too_many_tool_calls, not run.
 	MaxToolCallsPerRound int `json:"max_tool_calls_per_round"`
 	MaxToolCallsPerTurn  int `json:"max_tool_calls_per_turn"`
+	// MaxParallelCalls bounds how many parallel-safe calls of one model
+	// response run at the same time (1 runs every call alone).
+	MaxParallelCalls int `json:"max_parallel_calls"`
 }
 
 // DefaultPolicy returns the spec's defaults.
@@ -147,6 +166,7 @@ func DefaultPolicy() Policy {
 		MaxToolResultBytes:   DefaultMaxToolResultBytes,
 		MaxToolCallsPerRound: DefaultMaxToolCallsPerRound,
 		MaxToolCallsPerTurn:  DefaultMaxToolCallsPerTurn,
+		MaxParallelCalls:     DefaultMaxParallelCalls,
 	}
 }
 
@@ -171,6 +191,9 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxToolCallsPerTurn == 0 {
 		p.MaxToolCallsPerTurn = d.MaxToolCallsPerTurn
 	}
+	if p.MaxParallelCalls == 0 {
+		p.MaxParallelCalls = d.MaxParallelCalls
+	}
 	return p
 }
 
@@ -182,7 +205,7 @@ func (p Policy) Validate(prefix string) error {
 		name string
 		v    int
 	}{{"max_rounds", p.MaxRounds}, {"timeout_per_tool_ms", p.TimeoutPerToolMS}, {"total_timeout_ms", p.TotalTimeoutMS}, {"max_tool_result_bytes", p.MaxToolResultBytes},
-		{"max_tool_calls_per_round", p.MaxToolCallsPerRound}, {"max_tool_calls_per_turn", p.MaxToolCallsPerTurn}} {
+		{"max_tool_calls_per_round", p.MaxToolCallsPerRound}, {"max_tool_calls_per_turn", p.MaxToolCallsPerTurn}, {"max_parallel_calls", p.MaxParallelCalls}} {
 		if f.v <= 0 {
 			return fmt.Errorf("%s.%s: must be > 0, got %d", prefix, f.name, f.v)
 		}
@@ -236,6 +259,7 @@ func ParseTools(data []byte) (*Tools, error) {
 			MaxToolResultBytes   *int `json:"max_tool_result_bytes"`
 			MaxToolCallsPerRound *int `json:"max_tool_calls_per_round"`
 			MaxToolCallsPerTurn  *int `json:"max_tool_calls_per_turn"`
+			MaxParallelCalls     *int `json:"max_parallel_calls"`
 		}
 		if err := decodeOne(raw.Policy, &p); err != nil {
 			return nil, fmt.Errorf("tools.json: policy: %w", err)
@@ -251,6 +275,7 @@ func ParseTools(data []byte) (*Tools, error) {
 		set(&m.Policy.MaxToolResultBytes, p.MaxToolResultBytes)
 		set(&m.Policy.MaxToolCallsPerRound, p.MaxToolCallsPerRound)
 		set(&m.Policy.MaxToolCallsPerTurn, p.MaxToolCallsPerTurn)
+		set(&m.Policy.MaxParallelCalls, p.MaxParallelCalls)
 	}
 	if err := m.Policy.Validate("tools.json: policy"); err != nil {
 		return nil, err

@@ -109,3 +109,69 @@ func BenchmarkMediate(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/cold/rounds=0", k.format()), func(b *testing.B) { benchMediate(b, k, 0, false, true) })
 	}
 }
+
+// BenchmarkParallelRound times a turn whose one hidden round makes four
+// calls to a service that takes 200 ms to answer: marked parallel-safe,
+// then the same four calls not marked, in the same run, through the real
+// executor over HTTP. The model's answers come from memory, so the wall
+// time is the round's. It reports both (parallel-ms, serial-ms) and their
+// ratio (speedup): about 200 ms against about 800 ms.
+func BenchmarkParallelRound(b *testing.B) {
+	const delay = 200 * time.Millisecond
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(delay)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"price":190.5}`))
+	}))
+	defer svc.Close()
+	ex := toolexec.New(toolexec.Options{})
+	defer ex.Close()
+	m, err := New(Options{Runner: ex})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := openaiKit{}
+	var calls []tcall
+	for i := range 4 {
+		calls = append(calls, call(fmt.Sprintf("c%d", i), "svc__quote", fmt.Sprintf(`{"q":"%d"}`, i)))
+	}
+	script := [][]byte{k.upstreamResponse(step{Calls: calls, Usage: u(100, 10)}, 0), k.upstreamResponse(step{Text: "done", Usage: u(100, 5)}, 1)}
+	body := k.runnerRequest(hello, nil, false, nil)
+	agent := func(parallel bool) *agentctx.Agent {
+		tools := &manifest.Tools{Version: 1, Policy: manifest.DefaultPolicy(), Tools: []manifest.Tool{{
+			Name: "svc.quote", Description: "a quote", InputSchema: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+			Annotations: &manifest.Annotations{ParallelSafe: &parallel},
+			Execution:   manifest.Execution{Transport: "http", Service: "svc", BaseURL: svc.URL, Method: "POST", Path: "/quote"},
+		}}}
+		return &agentctx.Agent{ID: "bench-0", Tools: tools}
+	}
+	turn := func(a *agentctx.Agent) time.Duration {
+		n := 0
+		x := &exchange.Exchange{ID: "r", Agent: a, Format: k.format(), Model: "p/m", Original: body, Body: body,
+			Send: func(ctx context.Context, _ []byte) (*http.Response, error) {
+				r := &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(script[n]))}
+				n++
+				return r, nil
+			}}
+		w := httptest.NewRecorder()
+		start := time.Now()
+		m.Mediate(w, httptest.NewRequest(http.MethodPost, k.path(), nil), x)
+		d := time.Since(start)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "done") {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		return d
+	}
+	par, ser := agent(true), agent(false)
+	turn(par) // connections warmed
+	var parallel, serial time.Duration
+	for b.Loop() {
+		parallel += turn(par)
+		serial += turn(ser)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(parallel), "parallel-ms")
+	b.ReportMetric(ms(serial), "serial-ms")
+	b.ReportMetric(float64(serial)/float64(parallel), "speedup")
+}

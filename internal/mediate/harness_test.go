@@ -229,6 +229,8 @@ type harness struct {
 	med      *Mediator
 	front    *httptest.Server
 	stateDir string
+	// gate is the gate service when a test uses it (useGate).
+	gate *gateService
 }
 
 type harnessOptions struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -14,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"golang.org/x/sync/errgroup"
 )
 
 // seenCall is a managed call already answered in this turn (duplicate
@@ -27,8 +29,17 @@ type seenCall struct {
 
 // playRound answers one response's calls, appends the assistant turn and
 // the results to the upstream request, and records the round.
+//
+// The managed prefix is answered in three steps: admit decides, in the
+// model's order, what becomes of each call (calls past a cap, unknown
+// names, malformed arguments and duplicates are answered without running;
+// the others are runs); batches groups consecutive runs that may overlap;
+// each batch runs, at most max_parallel_calls at once, and its calls are
+// answered in the model's order, so results, audit events and the trace
+// keep that order whatever order the calls finish in.
 func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p plan) *failure {
 	round := len(t.rounds) + 1
+	start := t.m.opt.Now()
 	var (
 		keep    []int
 		results []wire.Result
@@ -39,18 +50,18 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 	}
 	switch p.kind {
 	case managedPrefix:
-		for i := 0; i < p.prefix; i++ {
+		calls := make([]pending, p.prefix)
+		for i := range calls {
 			keep = append(keep, i)
-			if env, over := t.overCap(i, p.prefix); over {
-				tc, res := t.answer(round, resp.Calls[i], p.tools[i], rawArguments(resp.Calls[i].Arguments), env, 0)
+			calls[i] = t.admit(round, resp.Calls[i], p.tools[i], i, p.prefix)
+		}
+		for _, batch := range batches(calls) {
+			t.runBatch(ctx, batch, start)
+			for i := range batch {
+				tc, res := t.answer(round, &batch[i])
 				trace = append(trace, tc)
 				results = append(results, res)
-				continue
 			}
-			t.managed++
-			tc, res := t.execute(ctx, round, resp.Calls[i], p.tools[i])
-			trace = append(trace, tc)
-			results = append(results, res)
 			if ctx.Err() != nil {
 				record()
 				return t.contextFailure(ctx, parent, "tool call interrupted")
@@ -58,9 +69,10 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 		}
 	case rejected:
 		msg := t.rejection(p)
+		offset := t.m.opt.Now().Sub(start)
 		for i, c := range resp.Calls {
-			env := toolexec.Fail(toolexec.CodeRejected, msg, 0)
-			tc, res := t.answer(round, c, p.tools[i], rawArguments(c.Arguments), env, 0)
+			pc := pending{call: c, tool: p.tools[i], args: rawArguments(c.Arguments), env: toolexec.Fail(toolexec.CodeRejected, msg, 0), start: offset}
+			tc, res := t.answer(round, &pc)
 			trace = append(trace, tc)
 			results = append(results, res)
 		}
@@ -81,6 +93,132 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 		t.f.RelaxToolChoice(t.req)
 	}
 	return nil
+}
+
+// pending is one managed call of a round on its way to an answer.
+type pending struct {
+	call wire.Call
+	tool *manifest.Tool
+	// args are the arguments the trace shows (as executed); model are the
+	// model's own, set only when they differ (claw_id forced).
+	args, model json.RawMessage
+	// run is set when the call goes to the Runner, with runArgs as the
+	// model wrote them (toolexec forces claw_id itself).
+	run     bool
+	runArgs json.RawMessage
+	// env is the answer (admit's, or the run's outcome), latency how long
+	// the run took and start when it started, from the round's start.
+	env     toolexec.Envelope
+	latency int64
+	start   time.Duration
+	// dupRound and dupCount are set on a duplicate (seenCall).
+	dupRound, dupCount int
+}
+
+// parallel reports whether p runs and may overlap other such runs.
+func (p *pending) parallel() bool { return p.run && p.tool.Annotations.IsParallelSafe() }
+
+// admit decides what becomes of call i of a response with n managed
+// calls, in the model's order: past a cap, unknown names and malformed
+// arguments fail closed without reaching a service; a repeat of an
+// earlier call of this turn (this round's included) is answered
+// duplicate_tool_call; anything else is marked to run, through the
+// Runner with the agent's projected credential (internal/toolcall, as a
+// native call does).
+func (t *turn) admit(round int, c wire.Call, tool *manifest.Tool, i, n int) pending {
+	p := pending{call: c, tool: tool, args: rawArguments(c.Arguments)}
+	if env, over := t.overCap(i, n); over {
+		p.env = env
+		return p
+	}
+	t.managed++
+	if tool == nil {
+		if nt, ok := t.pres.c.nativeModeTool(c.Name); ok {
+			p.tool = nt
+			p.env = toolexec.Fail(toolexec.CodeWrongMode, fmt.Sprintf("not executed: %s is granted to this agent as a native tool; the runner calls it through its MCP client on cllama's /mcp endpoint, not through the model's tool calls", nt.Name), 0)
+			return p
+		}
+		p.env = toolexec.Fail(toolexec.CodeUnknownTool, fmt.Sprintf("unknown tool %q: it is neither a managed tool of this agent nor one of the runner's tools", c.Name), 0)
+		return p
+	}
+	args, err := wire.ObjectArguments(c.Arguments)
+	if err != nil {
+		p.env = toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
+		return p
+	}
+	executed := toolcall.Executed(args, t.x.Agent.ID)
+	// The trace shows the arguments as executed, and the model's beside
+	// them when they differ: an operator reading another agent's claw_id
+	// on a call must not conclude that agent's data was read.
+	p.args = args
+	if !bytes.Equal(executed, args) {
+		p.args, p.model = executed, args
+	}
+	key := tool.Name + "\x00" + string(executed)
+	if s, ok := t.seen[key]; ok {
+		s.count++
+		p.env = toolexec.Fail(toolexec.CodeDuplicate, fmt.Sprintf("duplicate call: %s was already called with these arguments in round %d; it was not executed again, use that result", t.pres.name(tool.Name), s.round), 0)
+		p.dupRound, p.dupCount = s.round, s.count
+		return p
+	}
+	t.seen[key] = &seenCall{round: round}
+	p.run, p.runArgs = true, args
+	return p
+}
+
+// batches splits a round's admitted calls, in order, into batches whose
+// runs may overlap: consecutive parallel-safe runs share a batch, and a
+// run that is not parallel-safe is a barrier, a batch of its own, so it
+// starts after every call before it finished and no call after it starts
+// before it finished. Calls answered without running join the batch open
+// at their place.
+func batches(calls []pending) [][]pending {
+	var out [][]pending
+	lo, runs, alone := 0, 0, false
+	for i := range calls {
+		if !calls[i].run {
+			continue
+		}
+		parallel := calls[i].parallel()
+		if runs > 0 && (alone || !parallel) {
+			out = append(out, calls[lo:i])
+			lo, runs = i, 0
+		}
+		runs++
+		alone = !parallel
+	}
+	return append(out, calls[lo:])
+}
+
+// runBatch runs a batch's runs, at most max_parallel_calls at once (a
+// batch holding a run that is not parallel-safe holds only that one), and
+// returns when all have finished. Every run is bounded by its own timeout
+// and by ctx: the turn's total budget, and the runner's connection, whose
+// loss cancels everything in flight. A run whose turn ended before it
+// could start is not started.
+func (t *turn) runBatch(ctx context.Context, batch []pending, roundStart time.Time) {
+	var g errgroup.Group
+	g.SetLimit(t.policy.MaxParallelCalls)
+	opened := t.m.opt.Now().Sub(roundStart)
+	for i := range batch {
+		p := &batch[i]
+		p.start = opened
+		if !p.run {
+			continue
+		}
+		g.Go(func() error {
+			p.start = t.m.opt.Now().Sub(roundStart)
+			if ctx.Err() != nil {
+				p.env = toolexec.Fail(toolexec.CodeCanceled, "not executed: the turn ended (the caller went away or total_timeout_ms elapsed) before the call started", 0)
+				return nil
+			}
+			out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy}, t.m.opt.Now,
+				func(v any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", v)) })
+			p.env, p.latency = out.Envelope, out.LatencyMS
+			return nil
+		})
+	}
+	_ = g.Wait() // the runs report in p.env, never as an error
 }
 
 // overCap answers call i of a response with n managed calls when it is
@@ -123,64 +261,22 @@ func dedupe(s []string) []string {
 	return out
 }
 
-// execute runs one proxy-owned call: unknown names and malformed arguments
-// fail closed without reaching a service; a repeat of an earlier call of
-// this turn is answered duplicate_tool_call; anything else goes to the
-// Runner with the agent's projected credential (internal/toolcall, as a
-// native call does).
-func (t *turn) execute(ctx context.Context, round int, c wire.Call, tool *manifest.Tool) (history.ToolCall, wire.Result) {
-	if tool == nil {
-		if nt, ok := t.pres.c.nativeModeTool(c.Name); ok {
-			env := toolexec.Fail(toolexec.CodeWrongMode, fmt.Sprintf("not executed: %s is granted to this agent as a native tool; the runner calls it through its MCP client on cllama's /mcp endpoint, not through the model's tool calls", nt.Name), 0)
-			return t.answer(round, c, nt, rawArguments(c.Arguments), env, 0)
-		}
-		env := toolexec.Fail(toolexec.CodeUnknownTool, fmt.Sprintf("unknown tool %q: it is neither a managed tool of this agent nor one of the runner's tools", c.Name), 0)
-		return t.answer(round, c, nil, rawArguments(c.Arguments), env, 0)
-	}
-	args, err := wire.ObjectArguments(c.Arguments)
-	if err != nil {
-		env := toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
-		return t.answer(round, c, tool, rawArguments(c.Arguments), env, 0)
-	}
-	executed := toolcall.Executed(args, t.x.Agent.ID)
-	key := tool.Name + "\x00" + string(executed)
-	// The trace shows the arguments as executed, and the model's beside
-	// them when they differ: an operator reading another agent's claw_id
-	// on a call must not conclude that agent's data was read.
-	record := func(tc history.ToolCall) history.ToolCall {
-		if !bytes.Equal(executed, args) {
-			tc.Arguments, tc.ModelArguments = executed, args
-		}
-		return tc
-	}
-	if s, ok := t.seen[key]; ok {
-		s.count++
-		env := toolexec.Fail(toolexec.CodeDuplicate, fmt.Sprintf("duplicate call: %s was already called with these arguments in round %d; it was not executed again, use that result", t.pres.name(tool.Name), s.round), 0)
-		tc, res := t.answer(round, c, tool, args, env, 0)
-		tc.DuplicateOfRound, tc.DuplicateCount = s.round, s.count
-		return record(tc), res
-	}
-	t.seen[key] = &seenCall{round: round}
-	out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: tool, Arguments: args, Policy: t.policy}, t.m.opt.Now,
-		func(p any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", p)) })
-	tc, res := t.answer(round, c, tool, args, out.Envelope, out.LatencyMS)
-	return record(tc), res
-}
-
-// answer turns an envelope into the call's trace entry, its tool result
+// answer turns a call's envelope into its trace entry, its tool result
 // and its audit event.
-func (t *turn) answer(round int, c wire.Call, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64) (history.ToolCall, wire.Result) {
-	content := toolcall.Encode(env)
-	tc := history.ToolCall{Name: c.Name, Arguments: args, Result: content, LatencyMS: latency, Mode: manifest.ModeMediated}
-	if tool != nil {
-		tc.Name, tc.Service = tool.Name, tool.Execution.Service
+func (t *turn) answer(round int, p *pending) (history.ToolCall, wire.Result) {
+	content := toolcall.Encode(p.env)
+	start := p.start.Milliseconds()
+	tc := history.ToolCall{Name: p.call.Name, Arguments: p.args, ModelArguments: p.model, Result: content, StartMS: &start, LatencyMS: p.latency, Mode: manifest.ModeMediated,
+		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount}
+	if p.tool != nil {
+		tc.Name, tc.Service = p.tool.Name, p.tool.Execution.Service
 	}
-	status := toolcall.Status(env)
-	if tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
+	status := toolcall.Status(p.env)
+	if p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
 		t.m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
-			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(latency), Mode: manifest.ModeMediated})
+			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(p.latency), Mode: manifest.ModeMediated})
 	}
-	return tc, wire.Result{CallID: c.ID, Content: content, IsError: !env.OK}
+	return tc, wire.Result{CallID: p.call.ID, Content: content, IsError: !p.env.OK}
 }
 
 // rawArguments makes arguments safe to keep as JSON in the trace.

@@ -37,7 +37,10 @@ type scenario struct {
 	msgs        []tmsg
 	script      []step
 	status      int // expected status (default 200)
-	check       func(t *testing.T, h *harness, r outcomeOf)
+	// setup, when set, prepares the harness before the runner's request
+	// (other tools or services).
+	setup func(t *testing.T, h *harness)
+	check func(t *testing.T, h *harness, r outcomeOf)
 }
 
 // outcomeOf is one scenario run's observations.
@@ -498,6 +501,9 @@ func TestScenarios(t *testing.T) {
 func runScenario(t *testing.T, k kit, sc scenario, stream bool) {
 	h := newHarness(t, k, harnessOptions{policy: sc.policy})
 	h.up.script = sc.script
+	if sc.setup != nil {
+		sc.setup(t, h)
+	}
 	tools := sc.runnerTools
 	if tools == nil {
 		tools = []string{"shell"}

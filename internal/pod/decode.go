@@ -546,6 +546,7 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 		{"max-tool-result-bytes", &p.MaxToolResultBytes},
 		{"max-tool-calls-per-round", &p.MaxToolCallsPerRound},
 		{"max-tool-calls-per-turn", &p.MaxToolCallsPerTurn},
+		{"max-parallel", &p.MaxParallel},
 	}
 	known := make([]string, len(fields))
 	for i, f := range fields {

@@ -202,6 +202,9 @@ type PolicySpec struct {
 	// run per model response and per runner request.
 	MaxToolCallsPerRound *int
 	MaxToolCallsPerTurn  *int
+	// MaxParallel bounds the parallel-safe calls of one model response
+	// that run at the same time.
+	MaxParallel *int
 }
 
 // MCPStdio is x-claw.mcp-stdio: the stdio MCP server the wrapper runs.
