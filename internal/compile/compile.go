@@ -114,6 +114,9 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 		if err == nil {
 			sd, err = b.withToolManifests(svc, sd)
 		}
+		if err == nil {
+			err = b.overrideAnnotations(svc, sd)
+		}
 		if err != nil {
 			if !problems.Collect(err) {
 				return nil, err

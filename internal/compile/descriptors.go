@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/capability"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/pod"
 )
 
@@ -260,4 +263,45 @@ func readBoundedFile(f *os.File, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
 	}
 	return data, nil
+}
+
+// overrideAnnotations applies the service's x-claw.tool-annotations to
+// its descriptor's tools: what the operator vouches for wins over what the
+// service declares (a discovered MCP tool has no parallel_safe at all).
+// A name the service does not declare is an error, not a silent no-op.
+func (b *builder) overrideAnnotations(svc *pod.Service, sd *ServiceDescriptor) error {
+	if svc.Claw == nil || len(svc.Claw.ToolAnnotations) == 0 {
+		return nil
+	}
+	var names []string
+	byName := map[string]int{}
+	if sd != nil {
+		for i, t := range sd.Descriptor.Tools {
+			names = append(names, t.Name)
+			byName[t.Name] = i
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(svc.Claw.ToolAnnotations)) {
+		i, ok := byName[name]
+		if !ok {
+			fix := "name one of the service's tools (" + strings.Join(names, ", ") + ")"
+			if sd == nil {
+				fix = "describe the service first (claw.describe, or `claw discover` for an MCP server); it declares no tools yet"
+			}
+			return &pod.Error{File: b.pod.File, Service: svc.Name, Key: "x-claw.tool-annotations." + name,
+				Problem: pod.DidYouMean(name, names) + "the service declares no tool " + strconv.Quote(name), Fix: fix}
+		}
+		o := svc.Claw.ToolAnnotations[name]
+		t := &sd.Descriptor.Tools[i]
+		a := manifest.Annotations{}
+		if t.Annotations != nil {
+			a = *t.Annotations
+		}
+		if o.ParallelSafe != nil {
+			v := *o.ParallelSafe
+			a.ParallelSafe = &v
+		}
+		t.Annotations = &a
+	}
+	return nil
 }

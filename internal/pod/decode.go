@@ -29,7 +29,7 @@ func (d *decoder) warnf(key, format string, args ...any) {
 
 var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "tools-mode", "feeds-defaults", "tool-policy", "runner-env"}
 
-var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env", "models"}
+var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env", "models", "tool-annotations"}
 
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
 // in errors; warnings report keys it ignores.
@@ -73,6 +73,9 @@ func (d *decoder) strictKeys(prefix string, m map[string]any, known []string) er
 	}
 	return nil
 }
+
+// DidYouMean is didYouMean for other packages' messages.
+func DidYouMean(k string, known []string) string { return didYouMean(k, known) }
 
 // didYouMean suggests the known key nearest to k ("did you mean `tools`? "),
 // when one is within a few edits; else "".
@@ -306,6 +309,11 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 			return nil, err
 		}
 	}
+	if raw, ok := m["tool-annotations"]; ok && raw != nil {
+		if c.ToolAnnotations, err = d.toolAnnotations(raw); err != nil {
+			return nil, err
+		}
+	}
 	if raw, ok := m["service-auth"]; ok && raw != nil {
 		if c.ServiceAuth, err = d.serviceAuth(raw); err != nil {
 			return nil, err
@@ -339,6 +347,9 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	}
 	if len(c.ToolManifests) > 0 && c.IsAgent() {
 		return nil, d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)")
+	}
+	if c.ToolAnnotations != nil && c.IsAgent() {
+		return nil, d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate")
 	}
 	if c.MCPStdio != nil && c.IsAgent() {
 		return nil, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)")
@@ -442,6 +453,37 @@ func validEnvName(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// toolAnnotations decodes x-claw.tool-annotations: per tool of the
+// service, the annotations the operator vouches for over what the service
+// (or its MCP listing, which has no such field) declares.
+func (d *decoder) toolAnnotations(v any) (map[string]ToolAnnotations, error) {
+	m, err := d.object("x-claw.tool-annotations", v)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]ToolAnnotations, len(m))
+	for name, raw := range m {
+		key := "x-claw.tool-annotations." + name
+		tm, err := d.object(key, raw)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.strictKeys(key, tm, []string{"parallel_safe"}); err != nil {
+			return nil, err
+		}
+		var ta ToolAnnotations
+		if raw, ok := tm["parallel_safe"]; ok && raw != nil {
+			b, err := d.boolean(key+".parallel_safe", raw)
+			if err != nil {
+				return nil, err
+			}
+			ta.ParallelSafe = &b
+		}
+		out[name] = ta
+	}
+	return out, nil
 }
 
 func (d *decoder) mcpStdio(v any) (*MCPStdio, error) {

@@ -97,6 +97,10 @@ type ServiceClaw struct {
 	// MCPStdio marks a service wrapping a stdio MCP server; such services
 	// cannot be agents.
 	MCPStdio *MCPStdio
+	// ToolAnnotations (x-claw.tool-annotations) override annotations of
+	// this service's tools, by tool name: the way to mark a discovered
+	// MCP tool parallel-safe.
+	ToolAnnotations map[string]ToolAnnotations
 	// ServiceAuth are credentials projected for this agent, keyed by the
 	// target service; they win over the target descriptor's auth.env.
 	ServiceAuth map[string]ServiceAuthSpec
@@ -217,4 +221,10 @@ type MCPStdio struct {
 type ServiceAuthSpec struct {
 	Token     string
 	Principal string
+}
+
+// ToolAnnotations are the annotations an operator may set on a service's
+// tool in the pod file.
+type ToolAnnotations struct {
+	ParallelSafe *bool
 }

@@ -29,3 +29,27 @@ func TestPolicyMaxParallel(t *testing.T) {
 		}
 	}
 }
+
+// tool-annotations marks a service's tools (say, a discovered MCP tool)
+// parallel-safe; it belongs on the providing service and takes booleans.
+func TestToolAnnotations(t *testing.T) {
+	s := mustService(t, "tool-annotations: {lookup: {parallel_safe: true}, slow: {parallel_safe: false}}")
+	if a := s.ToolAnnotations["lookup"]; a.ParallelSafe == nil || !*a.ParallelSafe {
+		t.Fatalf("lookup = %+v", a)
+	}
+	if a := s.ToolAnnotations["slow"]; a.ParallelSafe == nil || *a.ParallelSafe {
+		t.Fatalf("slow = %+v", a)
+	}
+	for _, tc := range []struct{ src, key, want string }{
+		{"cllama: p\ntool-annotations: {x: {parallel_safe: true}}", "x-claw.tool-annotations", "agent"},
+		{"tool-annotations: {x: {parallel_safe: maybe}}", "x-claw.tool-annotations.x.parallel_safe", ""},
+		{"tool-annotations: {x: {paralel_safe: true}}", "x-claw.tool-annotations.x", "parallel_safe"},
+		{"tool-annotations: [x]", "x-claw.tool-annotations", ""},
+	} {
+		_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+		var e *Error
+		if !errors.As(err, &e) || !strings.HasPrefix(e.Key, tc.key) || !strings.Contains(e.Problem+e.Fix, tc.want) {
+			t.Errorf("%s: got %v, want key %s mentioning %q", tc.src, err, tc.key, tc.want)
+		}
+	}
+}
