@@ -11,6 +11,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
 )
@@ -25,6 +26,7 @@ type stages struct {
 	executor *toolexec.Executor
 	broker   *broker.Broker
 	history  *history.Writer
+	rec      *recorder.Recorder
 }
 
 func (s *stages) Close() error {
@@ -54,40 +56,31 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
 	}
+	// One recorder for every stage: the audit log, session history, and
+	// whatever else listens (metrics, traces).
+	var hist recorder.Appender
+	if st.history != nil {
+		hist = st.history
+	}
+	st.rec = recorder.New(aud, hist)
 	st.executor = toolexec.New(toolexec.Options{})
-	med, err := mediate.New(mediate.Options{Runner: st.executor, Audit: aud, History: recorder(st.history), StateDir: cfg.ContinuityDir(),
+	med, err := mediate.New(mediate.Options{Runner: st.executor, Events: st.rec, StateDir: cfg.ContinuityDir(),
 		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
 	}
-	// Native mode: the runner's MCP client reaches the same executor,
-	// audit and history on /mcp.
-	st.broker = broker.New(broker.Options{Runner: st.executor, Audit: aud, History: brokerRecorder(st.history), Pod: cfg.Pod,
+	// Native mode: the runner's MCP client reaches the same executor and
+	// recorder on /mcp.
+	st.broker = broker.New(broker.Options{Runner: st.executor, Events: st.rec, Pod: cfg.Pod,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		Version: version.String("cllama")})
 	st.opts = proxy.Options{
 		Broker:    st.broker,
-		Audit:     aud,
+		Events:    st.rec,
 		History:   st.history,
-		Decorator: feeds.New(feeds.Options{Audit: aud}),
+		Decorator: feeds.New(feeds.Options{Recorder: st.rec}),
 		Mediator:  med,
 	}
 	return st, nil
-}
-
-// brokerRecorder avoids handing the Broker a typed nil when history is off.
-func brokerRecorder(w *history.Writer) broker.Recorder {
-	if w == nil {
-		return nil
-	}
-	return w
-}
-
-// recorder avoids handing the Mediator a typed nil when history is off.
-func recorder(w *history.Writer) mediate.Recorder {
-	if w == nil {
-		return nil
-	}
-	return w
 }

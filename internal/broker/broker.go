@@ -36,6 +36,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -66,6 +67,9 @@ type Options struct {
 	Audit *audit.Logger
 	// History receives one entry per call. Nil records nothing.
 	History Recorder
+	// Events, when set, receives the events and entries instead of Audit
+	// and History (cllama's one recorder).
+	Events *recorder.Recorder
 	// Pod names the pod in history entries.
 	Pod string
 	// MaxSessionsPerAgent bounds an agent's open MCP sessions; opening
@@ -90,6 +94,7 @@ type Options struct {
 // Broker serves MCP for every agent. It is safe for concurrent use.
 type Broker struct {
 	o       Options
+	rec     *recorder.Recorder
 	handler http.Handler
 
 	mu     sync.Mutex
@@ -117,7 +122,10 @@ func New(o Options) *Broker {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	b := &Broker{o: o, agents: map[string]*agentServer{}}
+	b := &Broker{o: o, rec: o.Events, agents: map[string]*agentServer{}}
+	if b.rec == nil {
+		b.rec = recorder.New(o.Audit, o.History)
+	}
 	if b.o.NewID == nil {
 		// A random per-process prefix and a counter: unique across
 		// restarts, like the proxy's request ids.
@@ -290,7 +298,7 @@ func (as *agentServer) sync(a *agentctx.Agent) {
 	for _, t := range a.Native {
 		d, err := definition(t)
 		if err != nil {
-			as.b.o.Audit.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: as.id, Tool: t.Name, Error: "native tool not served on /mcp: " + err.Error()})
+			as.b.rec.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: as.id, Tool: t.Name, Error: "native tool not served on /mcp: " + err.Error()})
 			continue
 		}
 		defs = append(defs, d)
@@ -305,7 +313,7 @@ func (as *agentServer) sync(a *agentctx.Agent) {
 	as.listed = as.listed[:0]
 	for _, d := range defs {
 		if err := addTool(as.server, d, as.handle); err != nil {
-			as.b.o.Audit.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: as.id, Tool: d.Name, Error: "native tool not served on /mcp: " + err.Error()})
+			as.b.rec.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: as.id, Tool: d.Name, Error: "native tool not served on /mcp: " + err.Error()})
 			continue
 		}
 		as.listed = append(as.listed, d.Name)
@@ -418,7 +426,7 @@ func (as *agentServer) makeRoom() {
 	as.mu.Unlock()
 	for _, ss := range victims {
 		_ = ss.Close()
-		as.b.o.Audit.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, Format: history.FormatMCP,
+		as.b.rec.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, Format: history.FormatMCP,
 			Error: fmt.Sprintf("MCP session closed: agent %s opened more than %d sessions (CLLAMA_MCP_MAX_SESSIONS); its least recently used one was closed", as.id, as.b.o.MaxSessionsPerAgent)})
 	}
 }
@@ -489,7 +497,7 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 			}
 			out := toolcall.Run(ctx, b.o.Runner, toolcall.Call{Agent: a, Tool: tool, Arguments: args, Policy: policy}, b.o.Now,
 				func(p any) {
-					b.o.Audit.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, RequestID: id, Format: history.FormatMCP, Error: fmt.Sprintf("tool runner panic: %v", p)})
+					b.rec.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, RequestID: id, Format: history.FormatMCP, Error: fmt.Sprintf("tool runner panic: %v", p)})
 				})
 			<-as.calls
 			env, latency = out.Envelope, out.LatencyMS
@@ -538,9 +546,9 @@ func (as *agentServer) record(id string, start time.Time, name string, tool *man
 			tc.Arguments, tc.ModelArguments = executed, args
 		}
 	}
-	b.o.Audit.Emit(audit.Event{ClawID: as.id, Type: audit.TypeToolCall, RequestID: id, Format: history.FormatMCP,
+	b.rec.Emit(audit.Event{ClawID: as.id, Type: audit.TypeToolCall, RequestID: id, Format: history.FormatMCP,
 		Tool: tc.Name, Service: tc.Service, Status: toolcall.Status(env), LatencyMS: audit.Ptr(latency), Mode: manifest.ModeNative})
-	if b.o.History == nil {
+	if !b.rec.HistoryOn() && !b.rec.HasSinks() {
 		return
 	}
 	request, _ := json.Marshal(map[string]any{"method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
@@ -551,8 +559,8 @@ func (as *agentServer) record(id string, start time.Time, name string, tool *man
 		Request: request, Response: response,
 		ToolTrace: []history.Round{{Round: 0, ToolCalls: []history.ToolCall{tc}}},
 	}
-	if err := b.o.History.Append(e); err != nil {
-		b.o.Audit.Emit(audit.Event{ClawID: as.id, Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Error: "session history: " + err.Error()})
+	if err := b.rec.Append(e); err != nil {
+		b.rec.Emit(audit.Event{ClawID: as.id, Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Error: "session history: " + err.Error()})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -62,6 +63,9 @@ type Options struct {
 	FailureBackoff time.Duration
 	// Audit receives feed_fetch and manifest_error events. Default: none.
 	Audit *audit.Logger
+	// Recorder, when set, receives them instead (cllama's one recorder,
+	// which writes the audit log and feeds metrics and traces).
+	Recorder *recorder.Recorder
 	// Now is the clock for TTLs, refreshed times and ages. Default
 	// time.Now. Fetch latencies are always measured on the real clock.
 	Now func() time.Time
@@ -78,7 +82,7 @@ type Decorator struct {
 	maxBody     int64
 	concurrency int
 	backoff     time.Duration
-	audit       *audit.Logger
+	audit       *recorder.Recorder
 	now         func() time.Time
 
 	cache   *cache
@@ -104,10 +108,13 @@ func New(opts Options) *Decorator {
 		maxBody:     cmpOr(opts.MaxBodyBytes, DefaultMaxBodyBytes),
 		concurrency: cmpOr(opts.Concurrency, DefaultConcurrency),
 		backoff:     opts.FailureBackoff,
-		audit:       opts.Audit,
+		audit:       opts.Recorder,
 		now:         opts.Now,
 		cache:       newCache(cmpOr(opts.CacheEntries, DefaultCacheEntries)),
 		reported:    make(map[string]*agentctx.Agent),
+	}
+	if d.audit == nil && opts.Audit != nil {
+		d.audit = recorder.New(opts.Audit, nil)
 	}
 	if d.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

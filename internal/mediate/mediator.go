@@ -31,6 +31,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -50,6 +51,10 @@ type Options struct {
 	Audit *audit.Logger
 	// History receives one entry per mediated exchange. Nil records nothing.
 	History Recorder
+	// Events, when set, receives the events and entries instead of Audit
+	// and History (cllama's one recorder, which writes both and feeds
+	// metrics and traces).
+	Events *recorder.Recorder
 	// StateDir is a directory the Mediator owns: continuity entries are
 	// kept there (one 0600 file each) so hidden rounds survive a restart.
 	// Empty keeps continuity in memory only.
@@ -93,6 +98,8 @@ const canonCacheSize = 1 << 14
 
 // Mediator implements exchange.Mediator. It is safe for concurrent use.
 type Mediator struct {
+	// rec is where every event and history entry goes.
+	rec *recorder.Recorder
 	opt Options
 	// loops are the registered formats with a tool loop, by name, and
 	// in registration order (every one gets tool definitions).
@@ -140,6 +147,10 @@ func New(o Options) (*Mediator, error) {
 		loops:    map[exchange.Format]wire.ToolLoop{},
 		catalogs: newCatalogCache(),
 		canon:    newCanonCache(canonCacheSize),
+		rec:      o.Events,
+	}
+	if m.rec == nil {
+		m.rec = recorder.New(o.Audit, o.History)
 	}
 	for _, f := range formats.All() {
 		if l, ok := f.(wire.ToolLoop); ok {
@@ -191,7 +202,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	t, fail := m.newTurn(x, f)
 	if fail != nil {
 		apierror.Write(w, f, fail.status, fail.errType, fail.msg)
-		m.opt.Audit.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
+		m.rec.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
 			Model: x.Model, Stream: x.Stream, Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
 			StatusCode: fail.status, Error: fail.msg, LatencyMS: audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())})
 		return

@@ -17,7 +17,7 @@ import (
 // Failed turns are recorded too.
 func (m *Mediator) record(t *turn, out outcome) {
 	m.auditOutcome(t, out)
-	if m.opt.History == nil {
+	if !m.rec.HistoryOn() && !m.rec.HasSinks() {
 		return
 	}
 	x := t.x
@@ -48,7 +48,7 @@ func (m *Mediator) record(t *turn, out outcome) {
 	} else {
 		e.StatusCode, e.Response = http.StatusOK, out.body
 	}
-	if err := m.opt.History.Append(e); err != nil {
+	if err := m.rec.Append(e); err != nil {
 		m.auditError(x, "session history: "+err.Error())
 	}
 }
@@ -68,18 +68,18 @@ func (m *Mediator) auditOutcome(t *turn, out outcome) {
 	} else {
 		e.Type, e.StatusCode = audit.TypeResponse, http.StatusOK
 	}
-	m.opt.Audit.Emit(e)
+	m.rec.Emit(e)
 }
 
 // auditError reports a recording failure; it never fails the request.
 func (m *Mediator) auditError(x *exchange.Exchange, msg string) {
-	m.opt.Audit.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format), Mediated: true, Error: msg})
+	m.rec.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format), Mediated: true, Error: msg})
 }
 
 // auditRetry records that a round is tried again because the provider was
 // busy: an error event naming the status, the try and the wait.
 func (m *Mediator) auditRetry(t *turn, status, try int, wait time.Duration) {
-	m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeError, RequestID: t.x.ID, Format: string(t.x.Format),
+	m.rec.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeError, RequestID: t.x.ID, Format: string(t.x.Format),
 		Model: t.x.Model, Stream: t.x.Stream, Mediated: true, StatusCode: status,
 		Error: fmt.Sprintf("provider %s answered %d on call %d; retrying in %s (retry %d)", t.x.Provider, status, t.calls, wait.Round(time.Millisecond), try)})
 }

@@ -273,7 +273,7 @@ func (t *turn) answer(round int, p *pending) (history.ToolCall, wire.Result) {
 	}
 	status := toolcall.Status(p.env)
 	if p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
-		t.m.opt.Audit.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
+		t.m.rec.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
 			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(p.latency), Mode: manifest.ModeMediated})
 	}
 	return tc, wire.Result{CallID: p.call.ID, Content: content, IsError: !p.env.OK}

@@ -42,7 +42,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 			ev.ClawID = a.ID
 			ev.ManifestPresent, ev.ToolsCount = audit.Ptr(a.Tools != nil), audit.Ptr(a.ToolsCount())
 		}
-		s.audit.Emit(ev)
+		s.rec.Emit(ev)
 		writeError(w, f, se)
 	}
 

@@ -41,7 +41,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if se.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cllama"`)
 	}
-	s.audit.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP,
+	s.rec.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP,
 		StatusCode: se.status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg})
 	writeError(w, s.fallback, se)
 }

@@ -38,7 +38,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		if a != nil {
 			ev.ClawID = a.ID
 		}
-		s.audit.Emit(ev)
+		s.rec.Emit(ev)
 		writeError(w, f, se)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

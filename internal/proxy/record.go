@@ -18,7 +18,7 @@ const StatusClientClosed = 499
 // request event carries (spec 002 "Telemetry and Audit": manifest_present,
 // tools_count), then lets fill add the rest.
 func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audit.Event)) {
-	if s.audit == nil {
+	if s.rec == nil {
 		return
 	}
 	e := audit.Event{
@@ -37,7 +37,7 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 	if fill != nil {
 		fill(&e)
 	}
-	s.audit.Emit(e)
+	s.rec.Emit(e)
 }
 
 // failExchange answers x with a cllama error and records it.
@@ -55,7 +55,7 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, 
 			e.TokensIn, e.TokensOut = audit.Ptr(u.Prompt()), audit.Ptr(u.Output)
 		}
 	})
-	if s.history == nil || status < 200 || status > 299 {
+	if !s.rec.HistoryOn() && !s.rec.HasSinks() || status < 200 || status > 299 {
 		return
 	}
 	entry := history.Entry{
@@ -82,7 +82,7 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, 
 		// a string rather than breaking the history line.
 		entry.Response, _ = json.Marshal(string(response))
 	}
-	if err := s.history.Append(entry); err != nil {
+	if err := s.rec.Append(entry); err != nil {
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.Error = "session history: " + err.Error() })
 	}
 }

@@ -275,7 +275,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 // assembler returns the history assembler for one stream of f: none when
 // history is off, and a note instead when f cannot assemble its streams.
 func (s *Server) assembler(f wire.Format) (wire.Assembler, string) {
-	if s.history == nil {
+	if !s.rec.HistoryOn() {
 		return nil, ""
 	}
 	if a, ok := f.(wire.StreamAssembling); ok {

@@ -29,6 +29,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/owners"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
@@ -56,6 +57,11 @@ type Options struct {
 	// Broker, when set, serves MCP on /mcp (native mode) for the agent
 	// each request authenticates as (internal/broker).
 	Broker AgentHandler
+	// Events, when set, is where every event and history entry goes
+	// instead of Audit and History (cllama's one recorder, which writes
+	// both and feeds metrics and traces); History is then only the
+	// writer New would otherwise open, for History().
+	Events *recorder.Recorder
 	// Transport performs upstream calls (nil: NewTransport()).
 	Transport http.RoundTripper
 	// AgentCheckInterval is how often a cached agent's files are re-stat'ed
@@ -79,7 +85,8 @@ type Server struct {
 	// modelLists caches providers' own model lists (GET /v1/models).
 	modelLists modelListCache
 	transport  http.RoundTripper
-	audit      *audit.Logger
+	// rec is where every event and history entry goes.
+	rec        *recorder.Recorder
 	history    *history.Writer
 	decorator  exchange.Decorator
 	mediator   exchange.Mediator
@@ -114,7 +121,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		transport: opts.Transport,
-		audit:     opts.Audit,
+		rec:       opts.Events,
 		history:   opts.History,
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
@@ -146,6 +153,9 @@ func New(cfg Config, opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.rec == nil {
+		s.rec = recorder.New(opts.Audit, nil) // history joins once opened, below
+	}
 	if s.transport == nil {
 		s.transport = NewTransport()
 	}
@@ -153,11 +163,11 @@ func New(cfg Config, opts Options) (*Server, error) {
 		CheckInterval: opts.AgentCheckInterval,
 		Now:           s.now,
 		OnError: func(id string, err error) {
-			s.audit.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: id, Error: err.Error()})
+			s.rec.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: id, Error: err.Error()})
 		},
 	})
 	ps, err := newProviderSource(cfg.AuthDir, cfg.ProviderEnv, s.formats, func(err error) {
-		s.audit.Emit(audit.Event{Type: audit.TypeManifestError, Error: err.Error()})
+		s.rec.Emit(audit.Event{Type: audit.TypeManifestError, Error: err.Error()})
 	})
 	if err != nil {
 		return nil, err
@@ -167,17 +177,20 @@ func New(cfg Config, opts Options) (*Server, error) {
 	if d := cfg.DefaultProvider; d != "" && ps.get(s.now()).routes[d] == nil {
 		return nil, fmt.Errorf("CLLAMA_DEFAULT_PROVIDER: %q is not a configured provider (configured: %s)", d, ps.get(s.now()).names)
 	}
-	if s.history == nil && cfg.HistoryDir != "" {
+	if s.history == nil && cfg.HistoryDir != "" && opts.Events == nil {
 		if s.history, err = history.NewWriter(cfg.HistoryDir); err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
 		}
+	}
+	if opts.Events == nil && s.history != nil {
+		s.rec = recorder.New(opts.Audit, s.history)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s.idPrefix = "req_" + hex.EncodeToString(b[:]) + "_"
 	// Opened last: nothing above can fail once its log is open.
 	s.owners, err = owners.Open(owners.Options{Dir: cfg.ContinuityDir(), Max: cfg.StoredIDsMax,
-		OnError: func(err error) { s.audit.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()}) }})
+		OnError: func(err error) { s.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()}) }})
 	if err != nil {
 		return nil, fmt.Errorf("%w (CLLAMA_STATE_DIR must be a writable directory)", err)
 	}
@@ -196,7 +209,7 @@ func (s *Server) Config() Config { return s.cfg }
 func (s *Server) History() *history.Writer { return s.history }
 
 // Audit returns the audit logger (may be nil).
-func (s *Server) Audit() *audit.Logger { return s.audit }
+func (s *Server) Audit() *recorder.Recorder { return s.rec }
 
 // Agents returns the agent context store, for stages that need to resolve
 // agents themselves.
@@ -277,7 +290,7 @@ func (s *Server) serveNoRoute(w http.ResponseWriter, r *http.Request) {
 	if a, err := s.caller(r); err == nil {
 		ev.ClawID = a.ID
 	}
-	s.audit.Emit(ev)
+	s.rec.Emit(ev)
 	writeError(w, f, se)
 }
 

@@ -146,7 +146,7 @@ func (s *Server) serveObjectRoutes(w http.ResponseWriter, r *http.Request) bool 
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	se := errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest,
 		fmt.Sprintf("use %s %s", strings.Join(allow, " or "), r.URL.Path))
-	s.audit.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: matched.f.Name(), StatusCode: se.status,
+	s.rec.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: matched.f.Name(), StatusCode: se.status,
 		Route: r.Method + " " + r.URL.Path, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg})
 	writeError(w, matched.f, se)
 	return true
@@ -165,7 +165,7 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 		if a != nil {
 			ev.ClawID = a.ID
 		}
-		s.audit.Emit(ev)
+		s.rec.Emit(ev)
 		writeError(w, o.f, se)
 	}
 	agent, err := s.caller(r)
