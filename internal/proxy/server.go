@@ -86,12 +86,12 @@ type Server struct {
 	modelLists modelListCache
 	transport  http.RoundTripper
 	// rec is where every event and history entry goes.
-	rec        *recorder.Recorder
-	history    *history.Writer
-	decorator  exchange.Decorator
-	mediator   exchange.Mediator
-	broker     AgentHandler
-	now        func() time.Time
+	rec       *recorder.Recorder
+	history   *history.Writer
+	decorator exchange.Decorator
+	mediator  exchange.Mediator
+	broker    AgentHandler
+	now       func() time.Time
 
 	// formats are the registered formats; a Route's urls and the
 	// routes ServeHTTP matches are indexed alike.
