@@ -99,8 +99,24 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 	fmt.Fprintf(stderr, "cllama: listening on %s (pod %q, context %s, providers: %s, history: %s)\n",
 		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), orOff(cfg.HistoryDir))
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	if st.metrics != nil {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w (CLLAMA_METRICS_ADDR)", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", st.metrics.Handler())
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		defer ms.Close()
+		go func() {
+			if err := ms.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics listener: %w", err)
+			}
+		}()
+		fmt.Fprintf(stderr, "cllama: metrics on http://%s/metrics\n", mln.Addr())
+	}
 	select {
 	case err := <-errc:
 		return err

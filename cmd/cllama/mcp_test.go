@@ -122,13 +122,14 @@ type mcpPod struct {
 	dir     string
 	svc     *toolService
 	audit   *lockedBuffer
+	stderr  *lockedBuffer
 	stop    func()
 	clients []*mcp.ClientSession
 }
 
 func startMCPPod(t testing.TB, extraEnv ...string) *mcpPod {
 	t.Helper()
-	p := &mcpPod{dir: t.TempDir(), svc: newToolService(t), audit: &lockedBuffer{}}
+	p := &mcpPod{dir: t.TempDir(), svc: newToolService(t), audit: &lockedBuffer{}, stderr: &lockedBuffer{}}
 	ctxDir := filepath.Join(p.dir, "context")
 	write(t, filepath.Join(ctxDir, "analyst", "metadata.json"), `{"token":"analyst:s3cret"}`)
 	write(t, filepath.Join(ctxDir, "analyst", "tools.json"), nativeTools(p.svc.srv.URL))
@@ -151,7 +152,7 @@ func startMCPPod(t testing.TB, extraEnv ...string) *mcpPod {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, ln, cfg, audit.New(p.audit), io.Discard) }()
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(p.audit), p.stderr) }()
 	p.base = "http://" + ln.Addr().String()
 	p.stop = func() {
 		for _, c := range p.clients {

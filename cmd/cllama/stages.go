@@ -10,6 +10,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/mediate"
+	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/proxy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -27,6 +28,8 @@ type stages struct {
 	broker   *broker.Broker
 	history  *history.Writer
 	rec      *recorder.Recorder
+	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
+	metrics *metrics.Sink
 }
 
 func (s *stages) Close() error {
@@ -69,6 +72,10 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
+	}
+	if cfg.MetricsAddr != "" {
+		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats})
+		st.rec.Add(st.metrics)
 	}
 	// Native mode: the runner's MCP client reaches the same executor and
 	// recorder on /mcp.

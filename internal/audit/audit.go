@@ -60,12 +60,23 @@ type Event struct {
 	// (feed_fetch: "ok", "error").
 	Status string `json:"status,omitempty"`
 
+	// Timings and the error's type, for the recorder's other sinks
+	// (metrics, traces); never in the audit line. Sent is how long after
+	// the request's start the provider was sent it, FirstByte when its
+	// response headers arrived.
+	Sent      time.Duration `json:"-"`
+	FirstByte time.Duration `json:"-"`
+	ErrorType string        `json:"-"`
+
 	// feed_fetch
 	Feed   string `json:"feed,omitempty"`
 	Bytes  *int   `json:"bytes,omitempty"`
 	Cached bool   `json:"cached,omitempty"`
 	Stale  bool   `json:"stale,omitempty"`
 }
+
+// ErrorTypeRetry marks an error event that notes a retry, not an outcome.
+const ErrorTypeRetry = "retry"
 
 // Logger writes events as JSON lines. It is safe for concurrent use; each
 // event is written with one Write call so lines never interleave.

@@ -8,6 +8,7 @@ package exchange
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
@@ -51,6 +52,29 @@ type Exchange struct {
 	// the event of a stream that announces it. It is safe for concurrent
 	// use and cheap (a map insert and the write of one short line).
 	Created func(id string)
+
+	// Timing, for metrics and traces: nanoseconds since Start at which
+	// the first upstream call was sent and its response headers arrived
+	// (0 until then). The edge's Send sets them.
+	sentAt, firstByte atomic.Int64
+}
+
+// NoteSent records that an upstream call is being sent now.
+func (x *Exchange) NoteSent(now time.Time) {
+	x.sentAt.CompareAndSwap(0, max(int64(now.Sub(x.Start)), 1))
+}
+
+// NoteFirstByte records that an upstream response's headers arrived now.
+func (x *Exchange) NoteFirstByte(now time.Time) {
+	x.firstByte.CompareAndSwap(0, max(int64(now.Sub(x.Start)), 1))
+}
+
+// Timing returns how long after Start the first upstream call was sent
+// (cllama's own work before the provider had the request: edge checks,
+// the body, feeds, tool presentation) and when its first response headers
+// arrived; zero for what has not happened.
+func (x *Exchange) Timing() (sent, firstByte time.Duration) {
+	return time.Duration(x.sentAt.Load()), time.Duration(x.firstByte.Load())
 }
 
 // Decorator rewrites an exchange's Body before it is sent (feeds). It must

@@ -242,3 +242,11 @@ func (m *Mediator) Present(x *exchange.Exchange) ([]byte, error) {
 	}
 	return t.req.Encode()
 }
+
+// ContinuityStats reports the continuity store's entries and bytes.
+func (m *Mediator) ContinuityStats() (entries int, bytes int64) {
+	if m.opt.Continuity == nil {
+		return 0, 0
+	}
+	return m.opt.Continuity.Len(), m.opt.Continuity.Bytes()
+}

@@ -64,10 +64,11 @@ func (m *Mediator) auditOutcome(t *turn, out outcome) {
 		e.LatencyMS = audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())
 	}
 	if out.fail != nil {
-		e.Type, e.StatusCode, e.Error = audit.TypeError, out.fail.status, out.fail.msg
+		e.Type, e.StatusCode, e.Error, e.ErrorType = audit.TypeError, out.fail.status, out.fail.msg, out.fail.errType
 	} else {
 		e.Type, e.StatusCode = audit.TypeResponse, http.StatusOK
 	}
+	e.Sent, e.FirstByte = x.Timing()
 	m.rec.Emit(e)
 }
 
@@ -80,6 +81,6 @@ func (m *Mediator) auditError(x *exchange.Exchange, msg string) {
 // busy: an error event naming the status, the try and the wait.
 func (m *Mediator) auditRetry(t *turn, status, try int, wait time.Duration) {
 	m.rec.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeError, RequestID: t.x.ID, Format: string(t.x.Format),
-		Model: t.x.Model, Stream: t.x.Stream, Mediated: true, StatusCode: status,
+		Model: t.x.Model, Stream: t.x.Stream, Mediated: true, StatusCode: status, ErrorType: audit.ErrorTypeRetry,
 		Error: fmt.Sprintf("provider %s answered %d on call %d; retrying in %s (retry %d)", t.x.Provider, status, t.calls, wait.Round(time.Millisecond), try)})
 }

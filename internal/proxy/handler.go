@@ -127,7 +127,14 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		Original:      body,
 		Body:          rewriteModel(body, info),
 	}
-	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return s.send(ctx, call, b) }
+	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) {
+		x.NoteSent(s.now())
+		resp, err := s.send(ctx, call, b)
+		if err == nil {
+			x.NoteFirstByte(s.now())
+		}
+		return resp, err
+	}
 	if stored != nil {
 		x.Created = func(id string) { s.recordCreated(x, id) }
 	}

@@ -33,6 +33,7 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 	}
 	if typ != audit.TypeRequest {
 		e.LatencyMS = audit.Ptr(sinceMS(s.now(), x.Start))
+		e.Sent, e.FirstByte = x.Timing()
 	}
 	if fill != nil {
 		fill(&e)
