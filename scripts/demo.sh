@@ -63,6 +63,17 @@ echo "$summary" | awk '/^[^ ].* \(service / {agent=$1} /^  reaches: / {sub(/^  r
 echo; echo "== claw audit (this run)"
 "$claw" audit --since "$started" || status=1
 
+echo; echo "== a few of cllama's metrics (README \"Metrics\")"
+cllama_ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$(container cllama)" 2>/dev/null | tr ' ' '\n' | grep . || true)
+shown=""
+for ip in $cllama_ip; do
+  if out=$(curl -fsS -m 3 "http://$ip:9090/metrics" 2>/dev/null); then
+    echo "$out" | grep -E '^cllama_(requests_total|tool_calls_total|tokens_total)\{' | head -12
+    shown=1; break
+  fi
+done
+[ -n "$shown" ] || echo "   (metrics not reachable from this host; curl http://<cllama>:9090/metrics from inside the pod's network)"
+
 echo; echo "== what trading-api received"
 docker logs "$(container trading-api)" 2>&1 | grep -o 'received .*' || true
 exit $status

@@ -125,6 +125,10 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 		addr, _ := publishAddress(opts.PublishCllama)
 		fmt.Fprintf(f.IO.ErrOut, "claw: cllama is published on the host at http://%s (OpenAI base URL http://%s/v1; an agent's token is in %s/<agent>/metadata.json)\n", addr, addr, compile.ContextDir)
 	}
+	if opts.PublishMetrics != "" {
+		addr, _ := publishAddress(opts.PublishMetrics)
+		fmt.Fprintf(f.IO.ErrOut, "claw: cllama's metrics are published on the host at http://%s/metrics\n", addr)
+	}
 	if err := eng.Compose(ctx, args...); err != nil {
 		return err
 	}

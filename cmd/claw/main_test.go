@@ -333,3 +333,21 @@ func TestPublishCllamaFlag(t *testing.T) {
 		t.Errorf("a host name: exit %d", code)
 	}
 }
+
+// --publish-metrics turns cllama's metrics on and publishes them; with
+// --publish-cllama both ports are published.
+func TestPublishMetricsFlag(t *testing.T) {
+	dir := copyPod(t)
+	pod := filepath.Join(dir, "claw-pod.yml")
+	h := newHarness()
+	if code := h.run("up", "-d", "--publish-metrics", "19090", "--publish-cllama", "18080", "-f", pod); code != ExitOK ||
+		!strings.Contains(h.err.String(), "claw: cllama's metrics are published on the host at http://127.0.0.1:19090/metrics") {
+		t.Fatalf("up: exit %d: %s", code, h.err.String())
+	}
+	gen, _ := os.ReadFile(filepath.Join(dir, compile.GeneratedFile))
+	for _, want := range []string{"- 127.0.0.1:19090:9090", "- 127.0.0.1:18080:8080", "CLLAMA_METRICS_ADDR: :9090"} {
+		if !strings.Contains(string(gen), want) {
+			t.Fatalf("no %q in:\n%s", want, gen)
+		}
+	}
+}

@@ -40,11 +40,14 @@ type BuildOptions struct {
 	Images bool
 	// PublishCllama is --publish-cllama as given: [HOST:]PORT.
 	PublishCllama string
+	// PublishMetrics is --publish-metrics as given: [HOST:]PORT.
+	PublishMetrics string
 }
 
 func addBuildFlags(cmd *cobra.Command, o *BuildOptions) {
 	addPodFlags(cmd, &o.PodOptions)
 	cmd.Flags().StringVar(&o.CllamaImage, "cllama-image", "", "cllama image (default: x-claw.cllama-defaults.image or "+compile.DefaultCllamaImage+")")
+	cmd.Flags().StringVar(&o.PublishMetrics, "publish-metrics", "", "turn cllama's Prometheus metrics on and publish them on the host at [HOST:]PORT (HOST default 127.0.0.1)")
 	cmd.Flags().StringVar(&o.PublishCllama, "publish-cllama", "", "publish cllama's port on the host at [HOST:]PORT (HOST default 127.0.0.1), to reach it while testing")
 }
 
@@ -100,6 +103,13 @@ func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions)
 			return nil, nil, err
 		}
 		opts.PublishCllama = addr
+	}
+	if o.PublishMetrics != "" {
+		addr, err := publishAddress(o.PublishMetrics)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.PublishMetrics = addr
 	}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()

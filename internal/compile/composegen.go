@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,11 +149,30 @@ func (b *builder) composeFile(ctx context.Context, agents []*Agent, perim *Perim
 		nets[InternalNet] = doc{"internal": true}
 		cllama := b.cllamaService()
 		cllama["networks"] = cllamaNets
+		var ports []any
 		if pub := b.opts.PublishCllama; pub != "" {
-			cllama["ports"] = []any{fmt.Sprintf("%s:%d", pub, CllamaPort)}
+			ports = append(ports, fmt.Sprintf("%s:%d", pub, CllamaPort))
+		}
+		if pub := b.opts.PublishMetrics; pub != "" {
+			env := cllama["environment"].(doc)
+			port := MetricsPort
+			if set, ok := env["CLLAMA_METRICS_ADDR"].(string); ok && set != "" {
+				_, p, err := net.SplitHostPort(set)
+				n, perr := strconv.Atoi(p)
+				if err != nil || perr != nil {
+					return nil, fmt.Errorf("%s: x-claw.cllama-defaults.env.CLLAMA_METRICS_ADDR: %q is not [HOST]:PORT; fix it to publish metrics", b.pod.File, set)
+				}
+				port = n
+			} else {
+				env["CLLAMA_METRICS_ADDR"] = fmt.Sprintf(":%d", MetricsPort)
+			}
+			ports = append(ports, fmt.Sprintf("%s:%d", pub, port))
+		}
+		if len(ports) > 0 {
+			cllama["ports"] = ports
 		}
 		services[CllamaService] = cllama
-	} else if b.opts.PublishCllama != "" {
+	} else if b.opts.PublishCllama != "" || b.opts.PublishMetrics != "" {
 		return nil, fmt.Errorf("%s: the pod has no cllama to publish (no agent has x-claw.cllama)", b.pod.File)
 	}
 	child(root, "volumes")

@@ -42,10 +42,18 @@ type Options struct {
 	// this "<ip>:<port>" (claw up --publish-cllama), for reaching the
 	// proxy from the host while testing.
 	PublishCllama string
+	// PublishMetrics, when set, turns cllama's Prometheus metrics on (at
+	// MetricsPort, unless x-claw.cllama-defaults.env sets
+	// CLLAMA_METRICS_ADDR) and publishes them on the host at this
+	// "<ip>:<port>" (claw up --publish-metrics).
+	PublishMetrics string
 	// KeepTokens, when non-nil, supplies previous tokens by agent id instead
 	// of reading them from the pod directory (tests).
 	KeepTokens map[string]string
 }
+
+// MetricsPort is where cllama serves metrics when claw turns them on.
+const MetricsPort = 9090
 
 // RunnerDir holds, per agent, what claw gives the agent's runner itself
 // (<agent-id>/mcp.json for an agent with native tools), relative to the

@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -36,7 +37,8 @@ const (
 
 // Sink records metrics. It implements recorder.Sink.
 type Sink struct {
-	reg *prometheus.Registry
+	reg   *prometheus.Registry
+	names []string
 
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
@@ -76,7 +78,11 @@ func New(o Options) *Sink {
 	if o.Pod != "" {
 		constLabels = prometheus.Labels{"pod": o.Pod}
 	}
-	f := func(name, help string) (string, string, prometheus.Labels) { return name, help, constLabels }
+	var names []string
+	f := func(name, help string) (string, string, prometheus.Labels) {
+		names = append(names, name)
+		return name, help, constLabels
+	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		n, h, c := f(name, help)
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: n, Help: h, ConstLabels: c}, labels)
@@ -121,6 +127,7 @@ func New(o Options) *Sink {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, func() float64 { _, b := cont(); return float64(b) }))
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.names = names
 	return s
 }
 
@@ -128,6 +135,9 @@ func New(o Options) *Sink {
 func (s *Sink) Handler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
+
+// Names are the names of cllama's own metrics (not the Go runtime's).
+func (s *Sink) Names() []string { return slices.Clone(s.names) }
 
 // Registry is the sink's registry (tests gather from it).
 func (s *Sink) Registry() *prometheus.Registry { return s.reg }
