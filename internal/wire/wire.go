@@ -255,6 +255,9 @@ const (
 type Canon struct {
 	Role  Role
 	Bytes []byte
+	// Calls are the names of the tool calls the message makes, as
+	// written (an assistant turn; none for other messages).
+	Calls []string
 }
 
 // Event is one SSE event: an optional event name and its data.

@@ -46,8 +46,17 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	case "system":
 		return wire.Canon{Role: wire.RoleSystem}, nil
 	}
-	b, err := wire.MarshalCanonical(canonMessage{Role: m.Role, Content: canonBlocks(m.Content)})
-	return wire.Canon{Role: role, Bytes: b}, err
+	blocks := canonBlocks(m.Content)
+	b, err := wire.MarshalCanonical(canonMessage{Role: m.Role, Content: blocks})
+	canon := wire.Canon{Role: role, Bytes: b}
+	if role == wire.RoleAssistant {
+		for _, bl := range blocks {
+			if u, ok := bl.(canonUse); ok {
+				canon.Calls = append(canon.Calls, u.Name)
+			}
+		}
+	}
+	return canon, err
 }
 
 func canonBlocks(raw json.RawMessage) []any {

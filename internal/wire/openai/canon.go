@@ -57,5 +57,9 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 		c.Calls = append(c.Calls, canonCall{"", m.FunctionCall.Name, wire.CanonArgs(m.FunctionCall.Arguments)})
 	}
 	b, err := wire.MarshalCanonical(c)
-	return wire.Canon{Role: role, Bytes: b}, err
+	canon := wire.Canon{Role: role, Bytes: b}
+	for _, call := range c.Calls {
+		canon.Calls = append(canon.Calls, call.Name)
+	}
+	return canon, err
 }

@@ -80,7 +80,11 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 		}
 	}
 	b, err := wire.MarshalCanonical(c)
-	return wire.Canon{Role: role, Bytes: b}, err
+	canon := wire.Canon{Role: role, Bytes: b}
+	if c.Kind == "function_call" || c.Kind == "custom_tool_call" {
+		canon.Calls = []string{c.Name}
+	}
+	return canon, err
 }
 
 // textParts are the content part types that carry text.
