@@ -32,6 +32,17 @@ type Tools struct {
 	Version int    `json:"version"`
 	Tools   []Tool `json:"tools"`
 	Policy  Policy `json:"policy"`
+	// Rules are the grants' conditions (pod key `when:`, CEL), by id;
+	// a tool names the ones under which it is available.
+	Rules []Rule `json:"rules,omitempty"`
+}
+
+// Rule is one grant condition: a CEL expression (internal/policy) and
+// where it was written.
+type Rule struct {
+	ID     string `json:"id"`
+	When   string `json:"when"`
+	Source string `json:"source"`
 }
 
 // Tool is one managed tool. Name is canonical: "<service>.<tool>".
@@ -49,7 +60,11 @@ type Tool struct {
 	// runner lists and calls it on cllama's MCP endpoint, /mcp). Empty
 	// reads as mediated, the mode of every tools.json written before
 	// modes existed. A tool has one mode per agent.
-	Mode      string    `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// When lists the rules (Tools.Rules ids) under which the tool is
+	// available: while any of them holds. Empty: always (some grant of
+	// the tool has no condition).
+	When      []string  `json:"when,omitempty"`
 	Execution Execution `json:"execution"`
 }
 
@@ -243,11 +258,12 @@ func ParseTools(data []byte) (*Tools, error) {
 		Version int             `json:"version"`
 		Tools   []Tool          `json:"tools"`
 		Policy  json.RawMessage `json:"policy"`
+		Rules   []Rule          `json:"rules"`
 	}
 	if err := decodeOne(data, &raw); err != nil {
 		return nil, fmt.Errorf("tools.json: %w", err)
 	}
-	m := &Tools{Version: raw.Version, Tools: raw.Tools, Policy: DefaultPolicy()}
+	m := &Tools{Version: raw.Version, Tools: raw.Tools, Policy: DefaultPolicy(), Rules: raw.Rules}
 	if m.Version != ToolsManifestVersion {
 		return nil, fmt.Errorf("tools.json: version: unsupported value %d (want %d); recompile with `claw compile`", m.Version, ToolsManifestVersion)
 	}
@@ -280,10 +296,25 @@ func ParseTools(data []byte) (*Tools, error) {
 	if err := m.Policy.Validate("tools.json: policy"); err != nil {
 		return nil, err
 	}
+	rules := make(map[string]int, len(m.Rules))
+	for i, r := range m.Rules {
+		if r.ID == "" || strings.TrimSpace(r.When) == "" {
+			return nil, fmt.Errorf("tools.json: rules[%d]: id and when are required", i)
+		}
+		if j, dup := rules[r.ID]; dup {
+			return nil, fmt.Errorf("tools.json: rules[%d].id: %q duplicates rules[%d]", i, r.ID, j)
+		}
+		rules[r.ID] = i
+	}
 	seen := make(map[string]int, len(m.Tools))
 	for i := range m.Tools {
 		if err := m.Tools[i].validate(); err != nil {
 			return nil, fmt.Errorf("tools.json: tools[%d]%s", i, err)
+		}
+		for j, id := range m.Tools[i].When {
+			if _, ok := rules[id]; !ok {
+				return nil, fmt.Errorf("tools.json: tools[%d].when[%d]: %q names no rule (rules: %d); recompile with `claw compile`", i, j, id, len(m.Rules))
+			}
 		}
 		if j, dup := seen[m.Tools[i].Name]; dup {
 			return nil, fmt.Errorf("tools.json: tools[%d].name: %q duplicates tools[%d]", i, m.Tools[i].Name, j)

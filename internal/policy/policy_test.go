@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
+)
+
+func tool(name string, readOnly bool, when ...string) *manifest.Tool {
+	svc, _, _ := manifest.SplitToolName(name)
+	return &manifest.Tool{Name: name, When: when, Annotations: &manifest.Annotations{ReadOnlyHint: &readOnly}, Execution: manifest.Execution{Service: svc}}
+}
+
+// The spec's three examples, each flipping as its input changes.
+const (
+	marketHours = `now.getDayOfWeek("America/New_York") >= 1 && now.getDayOfWeek("America/New_York") <= 5 && ` +
+		`now.getHours("America/New_York") >= 9 && now.getHours("America/New_York") < 16`
+	noSideEffectsInAlert = `!(has(feeds.alerts) && feeds.alerts.level == "critical") || tool.annotations.readOnlyHint == true`
+	afterContext         = `"trading-api.get_market_context" in session.called`
+)
+
+func TestSpecExamplesFlip(t *testing.T) {
+	m := &manifest.Tools{Rules: []manifest.Rule{{ID: "r1", When: marketHours}, {ID: "r2", When: noSideEffectsInAlert}, {ID: "r3", When: afterContext}}}
+	ev := NewEvaluator()
+	ny, _ := time.LoadLocation("America/New_York")
+	trade := tool("trading-api.execute_trade", false, "r1")
+	// Time of day: a Tuesday at 10:30 and at 17:00 in New York, a Saturday.
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{time.Date(2026, 11, 24, 10, 30, 0, 0, ny), true},
+		{time.Date(2026, 11, 24, 17, 0, 0, 0, ny), false},
+		{time.Date(2026, 11, 28, 10, 30, 0, 0, ny), false},
+		{time.Date(2026, 11, 24, 15, 30, 0, 0, time.UTC), true}, // 10:30 in New York
+	} {
+		if ok, _ := ev.For(m, Input{Now: c.at}).Allowed(trade); ok != c.want {
+			t.Errorf("market hours at %s: %v, want %v", c.at, ok, c.want)
+		}
+	}
+	// Alert-driven restriction: side effects off while the feed says
+	// critical; read-only tools stay.
+	write := tool("trading-api.execute_trade", false, "r2")
+	read := tool("trading-api.get_market_context", true, "r2")
+	for _, c := range []struct {
+		feeds        map[string]any
+		write, read  bool
+		feedsComment string
+	}{
+		{nil, true, true, "no alerts feed fetched yet"},
+		{map[string]any{"alerts": FeedValue([]byte(`{"level":"ok"}`))}, true, true, "ok"},
+		{map[string]any{"alerts": FeedValue([]byte(`{"level":"critical","note":"halt"}`))}, false, true, "critical"},
+		{map[string]any{"alerts": FeedValue([]byte(`plain text`))}, false, true, "not JSON: the rule fails, which denies"},
+	} {
+		r := ev.For(m, Input{Feeds: c.feeds})
+		okW, dW := r.Allowed(write)
+		okR, _ := r.Allowed(read)
+		if okW != c.write || okR != c.read {
+			t.Errorf("alerts %s: write %v read %v, want %v %v (%+v)", c.feedsComment, okW, okR, c.write, c.read, dW)
+		}
+	}
+	// Session-scoped escalation.
+	esc := tool("trading-api.execute_trade", false, "r3")
+	if ok, d := ev.For(m, Input{}).Allowed(esc); ok || len(d.Rules) != 1 || d.Rules[0] != "r3" {
+		t.Errorf("before get_market_context: %v %+v", ok, d)
+	}
+	if ok, _ := ev.For(m, Input{Session: Session{Called: []string{"trading-api.get_market_context"}, Rounds: 1}}).Allowed(esc); !ok {
+		t.Error("after get_market_context the trade must be offered")
+	}
+}
+
+// A tool is available while any of its rules holds (grants are a union);
+// a rule that fails to evaluate denies, and says why.
+func TestUnionAndFailClosed(t *testing.T) {
+	m := &manifest.Tools{Rules: []manifest.Rule{{ID: "r1", When: `false`}, {ID: "r2", When: `feeds.missing == 1`}, {ID: "r3", When: `true`}, {ID: "r4", When: `bogus(`}}}
+	r := NewEvaluator().For(m, Input{})
+	if ok, _ := r.Allowed(tool("a.t", true, "r1", "r3")); !ok {
+		t.Error("one rule holding is enough")
+	}
+	if ok, _ := r.Allowed(tool("a.t", true)); !ok {
+		t.Error("no rule: always available")
+	}
+	ok, d := r.Allowed(tool("a.t", true, "r1", "r2"))
+	if ok || d.Err == nil || !strings.Contains(d.Err.Error(), "r2") {
+		t.Errorf("a failing rule must deny with its error: %v %+v", ok, d)
+	}
+	ok, d = r.Allowed(tool("a.t", true, "r4"))
+	if ok || d.Err == nil || !strings.Contains(d.Err.Error(), "does not compile") {
+		t.Errorf("a rule that does not compile must deny: %v %+v", ok, d)
+	}
+	av, den := r.Filter([]*manifest.Tool{tool("a.x", true, "r1"), tool("a.y", true, "r3")})
+	if len(av) != 1 || av[0].Name != "a.y" || len(den) != 1 || den[0].Tool != "a.x" {
+		t.Errorf("filter: %v %+v", av, den)
+	}
+}
+
+// Compile-time checks name the problem and its position.
+func TestCheckErrors(t *testing.T) {
+	for expr, want := range map[string]string{
+		`feed.x`:                  "1:1: undeclared reference to 'feed'",
+		`agent.idd == "a"`:        "undefined field 'idd'",
+		`1 + 1`:                   "must give a bool",
+		`now.getHours( >= 9`:      "1:",
+		``:                        "empty",
+		strings.Repeat("a", 5000): "at most 4096",
+	} {
+		err := Check(expr)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%.30q) = %v, want %q", expr, err, want)
+		}
+	}
+	for _, ok := range []string{marketHours, noSideEffectsInAlert, afterContext, `agent.type == "openclaw" && session.rounds < 3`, `tool.service == "trading-api"`} {
+		if err := Check(ok); err != nil {
+			t.Errorf("Check(%q) = %v", ok, err)
+		}
+	}
+}
+
+// An expression that would run long is stopped by the cost limit, which
+// denies.
+func TestCostLimit(t *testing.T) {
+	r, err := Compile(`session.called.all(a, session.called.all(b, session.called.all(c, a + b + c != "")))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := make([]string, 200)
+	for i := range called {
+		called[i] = fmt.Sprint(i)
+	}
+	if _, err := r.Eval(&Input{Session: Session{Called: called}}, nil); err == nil {
+		t.Fatal("8 million steps ran to the end")
+	}
+}
+
+// BenchmarkRequest50Tools10Rules is a request's policy cost: 50 tools,
+// 10 rules (five about the tool, five not), every tool under two rules.
+func BenchmarkRequest50Tools10Rules(b *testing.B) {
+	m := &manifest.Tools{}
+	exprs := []string{marketHours, noSideEffectsInAlert, afterContext, `tool.service == "svc"`, `agent.id != "blocked"`,
+		`tool.annotations.readOnlyHint == true || session.rounds > 1`, `has(feeds.alerts)`, `tool.name.startsWith("svc.")`, `session.rounds < 100`, `tool.name != "svc.t7"`}
+	for i, e := range exprs {
+		m.Rules = append(m.Rules, manifest.Rule{ID: fmt.Sprintf("r%d", i+1), When: e})
+	}
+	var tools []*manifest.Tool
+	for i := range 50 {
+		tools = append(tools, tool(fmt.Sprintf("svc.t%d", i), i%2 == 0, fmt.Sprintf("r%d", i%10+1), fmt.Sprintf("r%d", (i+3)%10+1)))
+	}
+	ev := NewEvaluator()
+	in := Input{Now: time.Now(), Agent: Agent{ID: "a"}, Feeds: map[string]any{"alerts": map[string]any{"level": "ok"}}, Session: Session{Called: []string{"x"}, Rounds: 2}}
+	b.ReportAllocs()
+	for b.Loop() {
+		av, _ := ev.For(m, in).Filter(tools)
+		if len(av) == 0 {
+			b.Fatal("nothing available")
+		}
+	}
+}
