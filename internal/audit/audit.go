@@ -60,6 +60,11 @@ type Event struct {
 	// (feed_fetch: "ok", "error").
 	Status string `json:"status,omitempty"`
 
+	// PolicyFiltered lists the tools a request did not offer because
+	// their grant conditions (tools.json rules) did not hold, and by which
+	// rules (on a mediated exchange's response or error event).
+	PolicyFiltered []Filtered `json:"policy_filtered,omitempty"`
+
 	// Timings and the error's type, for the recorder's other sinks
 	// (metrics, traces); never in the audit line. Sent is how long after
 	// the request's start the provider was sent it, FirstByte when its
@@ -73,6 +78,14 @@ type Event struct {
 	Bytes  *int   `json:"bytes,omitempty"`
 	Cached bool   `json:"cached,omitempty"`
 	Stale  bool   `json:"stale,omitempty"`
+}
+
+// Filtered is a tool withheld by tool policy: the rules tried (none held)
+// and the error of any that failed to evaluate (which withholds too).
+type Filtered struct {
+	Tool  string   `json:"tool"`
+	Rules []string `json:"rules"`
+	Error string   `json:"error,omitempty"`
 }
 
 // ErrorTypeRetry marks an error event that notes a retry, not an outcome.

@@ -156,13 +156,16 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 			if mt.Mode, err = pod.ToolMode(b.pod.File, svc.Name, &b.pod.Claw, entries, g.Service, t.Name); err != nil {
 				return err
 			}
+			for _, w := range pod.ToolWhen(entries, g.Service, t.Name) {
+				mt.When = append(mt.When, a.ruleID(b.pod.File, svc.Name, w))
+			}
 			p := capability.PresentedName(mt.Name)
 			if other, clash := presented[p]; clash {
 				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key, Problem: fmt.Sprintf("tools %q and %q are both presented to the model as %q", other, mt.Name, p), Fix: "grant only one of them, or rename one in its descriptor"}
 			}
 			presented[p] = mt.Name
 			a.tools = append(a.tools, mt)
-			a.Tools = append(a.Tools, ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), Mode: mt.Mode, GrantedBy: g.Keys})
+			a.Tools = append(a.Tools, ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), Mode: mt.Mode, When: mt.When, GrantedBy: g.Keys})
 		}
 	}
 	return nil
@@ -347,4 +350,19 @@ func trimPathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// ruleID is the id of condition w in the agent's tools.json rules, added
+// on first use: "r1", "r2", ... in order of first appearance, so a
+// recompile of the same pod writes the same ids.
+func (a *Agent) ruleID(file, service string, w pod.WhenRef) string {
+	source := fmt.Sprintf("%s: service %q: %s.when", filepath.Base(file), service, w.Key)
+	for _, r := range a.rules {
+		if r.When == w.When && r.Source == source {
+			return r.ID
+		}
+	}
+	id := fmt.Sprintf("r%d", len(a.rules)+1)
+	a.rules = append(a.rules, manifest.Rule{ID: id, When: w.When, Source: source})
+	return id
 }

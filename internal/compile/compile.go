@@ -48,6 +48,8 @@ type Agent struct {
 	Models []string
 
 	tools       []manifest.Tool
+	// rules are the grant conditions its tools name (tools.json "rules").
+	rules []manifest.Rule
 	serviceAuth map[string]*manifest.ServiceAuth
 	skillData   map[string][]byte
 	agentsMD    []byte
@@ -62,6 +64,8 @@ type ToolSummary struct {
 	// Mode is how the agent reaches the tool: manifest.ModeMediated or
 	// ModeNative (tools.json "mode").
 	Mode string
+	// When are the rule ids under which it is available (none: always).
+	When []string
 	// GrantedBy names the tools: entries that granted it.
 	GrantedBy []string
 }

@@ -98,7 +98,7 @@ func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose
 		add(path.Join(dir, "CLAWDAPUS.md"), modePublic, b.clawdapusMD(a))
 		if a.Cllama {
 			if len(a.tools) > 0 {
-				tm := manifest.Tools{Version: manifest.ToolsManifestVersion, Tools: a.tools, Policy: a.Policy}
+				tm := manifest.Tools{Version: manifest.ToolsManifestVersion, Tools: a.tools, Policy: a.Policy, Rules: a.rules}
 				if err := addJSON(path.Join(dir, "tools.json"), modeSecret, tm); err != nil {
 					return nil, err
 				}

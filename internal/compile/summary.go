@@ -32,12 +32,21 @@ func Summary(r *Result) string {
 				if t.ReadOnly {
 					tags += ", read-only"
 				}
+				if len(t.When) > 0 {
+					tags += ", when " + strings.Join(t.When, " or ")
+				}
 				if t.Mode == manifest.ModeNative {
 					// The runner calls it by its canonical name on /mcp.
 					fmt.Fprintf(&w, "    %s [%s]\n", t.Canonical, tags)
 					continue
 				}
 				fmt.Fprintf(&w, "    %s -> %s [%s]\n", t.Presented, t.Canonical, tags)
+			}
+		}
+		if len(a.rules) > 0 {
+			fmt.Fprintf(&w, "  rules (%d):\n", len(a.rules))
+			for _, r := range a.rules {
+				fmt.Fprintf(&w, "    %s: %s\n      (%s)\n", r.ID, r.When, r.Source)
 			}
 		}
 		if len(a.Feeds) == 0 {

@@ -52,6 +52,9 @@ type Exchange struct {
 	// the event of a stream that announces it. It is safe for concurrent
 	// use and cheap (a map insert and the write of one short line).
 	Created func(id string)
+	// Feeds are the agent's feeds as the decorator injected them, by
+	// name (set by the feed Decorator): tool policy reads them.
+	Feeds map[string]string
 
 	// Timing, for metrics and traces: nanoseconds since Start at which
 	// the first upstream call was sent and its response headers arrived

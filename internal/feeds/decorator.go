@@ -160,12 +160,40 @@ func (d *Decorator) Decorate(ctx context.Context, x *exchange.Exchange) error {
 	case len(a.Feeds) == 0:
 		return nil
 	default:
-		text = d.render(a.Feeds, d.collect(ctx, x))
+		outs := d.collect(ctx, x)
+		text = d.render(a.Feeds, outs)
+		// What the model reads of each feed is also what tool policy
+		// sees (internal/policy `feeds`): no second fetch.
+		for i, o := range outs {
+			if o.snap != nil {
+				if x.Feeds == nil {
+					x.Feeds = make(map[string]string, len(outs))
+				}
+				x.Feeds[a.Feeds[i].Name] = o.snap.content
+			}
+		}
 	}
 	if body, ok := inject(inj, x.Body, text); ok {
 		x.Body = body
 	}
 	return nil
+}
+
+// Cached returns the agent's feeds as last fetched, by name, without
+// fetching (a feed never fetched is absent): what tool policy sees of
+// feeds outside a model request (native calls on /mcp).
+func (d *Decorator) Cached(a *agentctx.Agent) map[string]string {
+	if a == nil || len(a.Feeds) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for i := range a.Feeds {
+		f := &a.Feeds[i]
+		if e, ok := d.cache.get(cacheKey(a.ID, f.FetchURL())); ok && e.good != nil {
+			out[f.Name] = e.good.content
+		}
+	}
+	return out
 }
 
 // outcome is what one feed contributes to one request.

@@ -6,6 +6,8 @@ package history
 
 import (
 	"encoding/json"
+
+	"github.com/clawdapus/clawgo/internal/audit"
 	"time"
 )
 
@@ -32,6 +34,9 @@ type Entry struct {
 	Response  json.RawMessage `json:"response,omitempty"`
 	Usage     Usage           `json:"usage"`
 	ToolTrace []Round         `json:"tool_trace,omitempty"`
+	// PolicyFiltered are the tools this exchange did not offer because
+	// their grant conditions did not hold (see audit.Filtered).
+	PolicyFiltered []audit.Filtered `json:"policy_filtered,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	// UTF8Replaced counts the bytes of the exchange that were not valid
 	// UTF-8 (in the request or response as received, the tool trace or

@@ -181,6 +181,19 @@ type presentation struct {
 	byName  map[string]*manifest.Tool
 	defs    []json.RawMessage
 	natives map[string]bool
+	// withheld are managed tools tool policy keeps out of this request.
+	withheld map[string]bool
+}
+
+// withhold leaves the named managed tools out of the request's tools.
+func (p *presentation) withhold(names map[string]bool) {
+	defs := make([]json.RawMessage, 0, len(p.defs))
+	for i, tool := range p.c.tools {
+		if !names[tool.Name] {
+			defs = append(defs, p.defs[i])
+		}
+	}
+	p.defs, p.withheld = defs, names
 }
 
 func (c *catalog) present(f wire.ToolLoop, nativeNames []string) (*presentation, error) {
@@ -239,7 +252,7 @@ func (p *presentation) choiceTarget(name string) (string, bool) {
 	if p.natives[name] {
 		return "", false
 	}
-	if t, ok := p.c.resolve(name); ok {
+	if t, ok := p.c.resolve(name); ok && !p.withheld[t.Name] {
 		return p.name(t.Name), true
 	}
 	return "", false

@@ -231,6 +231,8 @@ type harness struct {
 	stateDir string
 	// gate is the gate service when a test uses it (useGate).
 	gate *gateService
+	// feeds are what the feed decorator would have injected.
+	feeds map[string]string
 }
 
 type harnessOptions struct {
@@ -286,7 +288,7 @@ func (h *harness) serve(w http.ResponseWriter, r *http.Request) {
 	x := &exchange.Exchange{
 		ID: fmt.Sprintf("req-%d", time.Now().UnixNano()), Start: time.Now(), Agent: h.agent, Pod: "desk",
 		Format: h.kit.format(), Model: "scripted/" + model, Provider: "scripted", UpstreamModel: model,
-		Stream: wire.Bool(top["stream"]), Original: body, Body: body,
+		Stream: wire.Bool(top["stream"]), Original: body, Body: body, Feeds: h.feeds,
 		Send: func(ctx context.Context, b []byte) (*http.Response, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.up.srv.URL+h.kit.path(), bytes.NewReader(b))
 			if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -100,7 +101,9 @@ const canonCacheSize = 1 << 14
 type Mediator struct {
 	// rec is where every event and history entry goes.
 	rec *recorder.Recorder
-	opt Options
+	// policy evaluates the manifests' grant conditions.
+	policy *policy.Evaluator
+	opt    Options
 	// loops are the registered formats with a tool loop, by name, and
 	// in registration order (every one gets tool definitions).
 	loops    map[exchange.Format]wire.ToolLoop
@@ -148,6 +151,7 @@ func New(o Options) (*Mediator, error) {
 		catalogs: newCatalogCache(),
 		canon:    newCanonCache(canonCacheSize),
 		rec:      o.Events,
+		policy:   policy.NewEvaluator(),
 	}
 	if m.rec == nil {
 		m.rec = recorder.New(o.Audit, o.History)

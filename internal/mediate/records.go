@@ -32,8 +32,9 @@ func (m *Mediator) record(t *turn, out outcome) {
 		Status:    history.StatusOK,
 		// The trace lists rounds; total_rounds counts the model calls
 		// that made the answer (hidden rounds plus the final one).
-		Usage:     history.Usage{PromptTokens: t.usage.Prompt(), CompletionTokens: t.usage.Output, TotalRounds: t.calls},
-		ToolTrace: t.rounds,
+		Usage:          history.Usage{PromptTokens: t.usage.Prompt(), CompletionTokens: t.usage.Output, TotalRounds: t.calls},
+		ToolTrace:      t.rounds,
+		PolicyFiltered: t.filtered,
 	}
 	if x.Start.IsZero() {
 		e.Timestamp = m.opt.Now().UTC()
@@ -59,7 +60,7 @@ func (m *Mediator) auditOutcome(t *turn, out outcome) {
 	x := t.x
 	e := audit.Event{ClawID: x.Agent.ID, RequestID: x.ID, Format: string(x.Format), Model: x.Model, Stream: x.Stream,
 		Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
-		TokensIn: audit.Ptr(t.usage.Prompt()), TokensOut: audit.Ptr(t.usage.Output)}
+		TokensIn: audit.Ptr(t.usage.Prompt()), TokensOut: audit.Ptr(t.usage.Output), PolicyFiltered: t.filtered}
 	if !x.Start.IsZero() {
 		e.LatencyMS = audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())
 	}

@@ -58,6 +58,9 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 		for _, batch := range batches(calls) {
 			t.runBatch(ctx, batch, start)
 			for i := range batch {
+				if batch[i].run {
+					t.called = append(t.called, batch[i].tool.Name)
+				}
 				tc, res := t.answer(round, &batch[i])
 				trace = append(trace, tc)
 				results = append(results, res)
@@ -139,6 +142,10 @@ func (t *turn) admit(round int, c wire.Call, tool *manifest.Tool, i, n int) pend
 			return p
 		}
 		p.env = toolexec.Fail(toolexec.CodeUnknownTool, fmt.Sprintf("unknown tool %q: it is neither a managed tool of this agent nor one of the runner's tools", c.Name), 0)
+		return p
+	}
+	if env, denied := t.policyDenied(tool); denied {
+		p.env = env
 		return p
 	}
 	args, err := wire.ObjectArguments(c.Arguments)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -39,6 +40,12 @@ type turn struct {
 	// one by one), against max_tool_calls_per_turn.
 	managed int
 	seen    map[string]*seenCall
+	// Tool policy: the managed calls of the conversation before this turn
+	// and its rounds, the calls this turn ran, and what it withheld.
+	sessionCalled []string
+	sessionRounds int
+	called        []string
+	filtered      []audit.Filtered
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -95,6 +102,7 @@ func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *f
 		return nil, internalFailure("presenting tools: %v", err)
 	}
 	req.Messages, t.visible = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
+	t.applyPolicy()
 	// Managed tools are appended after the runner's own (issue 151: additive).
 	req.Tools = append(req.Tools, t.pres.defs...)
 	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {

@@ -151,6 +151,9 @@ type GrantEntry struct {
 	// Mode is the entry's mode: as written (manifest.ModeMediated or
 	// ModeNative); empty takes x-claw.tools-mode (see Claw.EntryMode).
 	Mode string
+	// When is the entry's condition (a CEL expression, checked): the
+	// tools it grants are available only while it holds. Empty: always.
+	When string
 	// Key is where the entry was written, for errors (e.g. "x-claw.tools[1]").
 	Key string
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/policy"
 )
 
 // AllowAll is the allow value granting every tool of a service.
@@ -20,7 +21,7 @@ func (d *decoder) grantName(key, name string) (GrantEntry, error) {
 }
 
 // grantKeys are the keys of a grant entry written as a mapping.
-var grantKeys = []string{"service", "allow", "mode"}
+var grantKeys = []string{"service", "allow", "mode", "when"}
 
 func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
 	g := GrantEntry{Key: key}
@@ -33,6 +34,16 @@ func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) 
 			return g, err
 		}
 		g.Mode = mode
+	}
+	if raw, ok := m["when"]; ok && raw != nil {
+		expr, isStr := raw.(string)
+		if !isStr {
+			return g, d.errf(key+".when", "write a CEL expression as a string, e.g. `when: '\"trading-api.get_market_context\" in session.called'`", "must be a string, got %s", typeName(raw))
+		}
+		if err := policy.Check(expr); err != nil {
+			return g, d.errf(key+".when", "fix the expression; it sees now, agent (id, service, type), tool (name, service, annotations), feeds (by name) and session (called, rounds), and must give a bool (README \"Tool policy\")", "CEL: %v", err)
+		}
+		g.When = expr
 	}
 	svc, err := d.str(key+".service", m["service"], true)
 	if err != nil {
@@ -169,4 +180,28 @@ func ToolMode(file, service string, c *Claw, entries []GrantEntry, target, name 
 		return c.EntryMode(GrantEntry{}), nil
 	}
 	return mode, nil
+}
+
+// WhenRef is a grant condition and the entry it was written on.
+type WhenRef struct {
+	When string
+	Key  string
+}
+
+// ToolWhen is the condition under which entries give tool name of target:
+// nil when some entry granting it has no `when` (grants are a union, and
+// that one always holds), else every granting entry's condition, in
+// order (the tool is available while any holds).
+func ToolWhen(entries []GrantEntry, target, name string) []WhenRef {
+	var out []WhenRef
+	for _, e := range entries {
+		if e.Spread || e.Service != target || (!e.All && !slices.Contains(e.Names, name)) {
+			continue
+		}
+		if e.When == "" {
+			return nil
+		}
+		out = append(out, WhenRef{When: e.When, Key: e.Key})
+	}
+	return out
 }

@@ -54,6 +54,9 @@ const (
 	// mode (a native tool called through the model loop, a mediated tool
 	// called on /mcp). Not executed.
 	CodeWrongMode = "wrong_mode"
+	// CodePolicyDenied: the tool's grant conditions (tools.json rules)
+	// do not hold now. Not executed.
+	CodePolicyDenied = "policy_denied"
 )
 
 // JSON-RPC codes.
