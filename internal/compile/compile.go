@@ -47,9 +47,9 @@ type Agent struct {
 	// (metadata.json "models"); empty: any model.
 	Models []string
 
-	tools       []manifest.Tool
+	tools []manifest.Tool
 	// rules are the grant conditions its tools name (tools.json "rules").
-	rules []manifest.Rule
+	rules       []manifest.Rule
 	serviceAuth map[string]*manifest.ServiceAuth
 	skillData   map[string][]byte
 	agentsMD    []byte

@@ -37,7 +37,7 @@ type Entry struct {
 	// PolicyFiltered are the tools this exchange did not offer because
 	// their grant conditions did not hold (see audit.Filtered).
 	PolicyFiltered []audit.Filtered `json:"policy_filtered,omitempty"`
-	Error     string          `json:"error,omitempty"`
+	Error          string           `json:"error,omitempty"`
 	// UTF8Replaced counts the bytes of the exchange that were not valid
 	// UTF-8 (in the request or response as received, the tool trace or
 	// any other field) and were written as U+FFFD instead: a history line
