@@ -79,14 +79,15 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	}
 	// Native mode: the runner's MCP client reaches the same executor and
 	// recorder on /mcp.
-	st.broker = broker.New(broker.Options{Runner: st.executor, Events: st.rec, Pod: cfg.Pod,
+	decorator := feeds.New(feeds.Options{Recorder: st.rec})
+	st.broker = broker.New(broker.Options{Runner: st.executor, Events: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		Version: version.String("cllama")})
 	st.opts = proxy.Options{
 		Broker:    st.broker,
 		Events:    st.rec,
 		History:   st.history,
-		Decorator: feeds.New(feeds.Options{Recorder: st.rec}),
+		Decorator: decorator,
 		Mediator:  med,
 	}
 	return st, nil

@@ -23,8 +23,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +38,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -67,6 +70,9 @@ type Options struct {
 	Audit *audit.Logger
 	// History receives one entry per call. Nil records nothing.
 	History Recorder
+	// Feeds returns the agent's feeds as last fetched, by name (feeds'
+	// Decorator.Cached), for tool policy. Nil: none.
+	Feeds func(a *agentctx.Agent) map[string]string
 	// Events, when set, receives the events and entries instead of Audit
 	// and History (cllama's one recorder).
 	Events *recorder.Recorder
@@ -95,6 +101,7 @@ type Options struct {
 type Broker struct {
 	o       Options
 	rec     *recorder.Recorder
+	policy  *policy.Evaluator
 	handler http.Handler
 
 	mu     sync.Mutex
@@ -122,7 +129,7 @@ func New(o Options) *Broker {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	b := &Broker{o: o, rec: o.Events, agents: map[string]*agentServer{}}
+	b := &Broker{o: o, rec: o.Events, policy: policy.NewEvaluator(), agents: map[string]*agentServer{}}
 	if b.rec == nil {
 		b.rec = recorder.New(o.Audit, o.History)
 	}
@@ -270,7 +277,10 @@ type agentServer struct {
 	// progress that carries it.
 	carriers sync.Map
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// called are, per MCP session, the tools it called (tool policy's
+	// session.called); bounded with the sessions.
+	called   map[string][]string
 	synced   *agentctx.Agent
 	listed   []string // names registered on server
 	digest   []byte   // of the registered definitions
@@ -402,6 +412,7 @@ func (as *agentServer) makeRoom() {
 	for sid := range as.lastUsed {
 		if open[sid] == nil {
 			delete(as.lastUsed, sid)
+			delete(as.called, sid)
 		}
 	}
 	var victims []*mcp.ServerSession
@@ -421,6 +432,7 @@ func (as *agentServer) makeRoom() {
 		for _, sid := range ids[:excess] {
 			victims = append(victims, open[sid])
 			delete(as.lastUsed, sid)
+			delete(as.called, sid)
 		}
 	}
 	as.mu.Unlock()
@@ -442,7 +454,13 @@ func (as *agentServer) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 				return as.handle(ctx, r)
 			}
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if method == "tools/list" && err == nil {
+			if l, ok := res.(*mcp.ListToolsResult); ok {
+				as.filterList(l, sessionID(req))
+			}
+		}
+		return res, err
 	}
 }
 
@@ -483,6 +501,11 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		args = quoteUnlessObject(rawArgs)
 	default:
+		if denied, ok := as.policyDenied(a, tool, sessionID(req)); ok {
+			env = denied
+			args = quoteUnlessObject(rawArgs)
+			break
+		}
 		var err error
 		if args, err = wire.ObjectArguments(rawArgs); err != nil {
 			env = toolexec.Fail(toolexec.CodeInvalidArguments, "invalid arguments: "+err.Error(), toolexec.RPCInvalidParams)
@@ -501,6 +524,7 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 				})
 			<-as.calls
 			env, latency = out.Envelope, out.LatencyMS
+			as.noteCalled(sessionID(req), tool.Name)
 		default:
 			env = toolexec.Fail(toolexec.CodeTooManyCalls, fmt.Sprintf("not executed: this agent already has %d native tool calls in progress, the most cllama runs at once per agent; retry when one has finished", b.o.MaxCallsPerAgent), 0)
 		}
@@ -571,4 +595,93 @@ func quoteUnlessObject(raw json.RawMessage) json.RawMessage {
 		return c
 	}
 	return wire.Quote(string(raw))
+}
+
+// sessionID is the MCP session a request came on ("" in the sessionless
+// protocol: each request is its own session).
+func sessionID(req mcp.Request) string {
+	if req == nil {
+		return ""
+	}
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return ""
+	}
+	return ss.ID()
+}
+
+// maxCalledPerSession bounds what a session remembers for tool policy.
+const maxCalledPerSession = 1024
+
+func (as *agentServer) noteCalled(sid, tool string) {
+	if sid == "" {
+		return
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if _, open := as.lastUsed[sid]; !open {
+		return // a session the broker does not track (closed)
+	}
+	if as.called == nil {
+		as.called = map[string][]string{}
+	}
+	if c := as.called[sid]; len(c) < maxCalledPerSession && !slices.Contains(c, tool) {
+		as.called[sid] = append(c, tool)
+	}
+}
+
+// policyInput is what the agent's grant conditions see on /mcp: the
+// clock, the feeds as last fetched for its model requests, and the tools
+// this MCP session called.
+func (as *agentServer) policyInput(a *agentctx.Agent, sid string) policy.Input {
+	in := policy.Input{Now: as.b.o.Now(), Agent: policy.Agent{ID: a.ID, Service: a.Metadata.Service, Type: a.Metadata.Type}}
+	if as.b.o.Feeds != nil {
+		if fs := as.b.o.Feeds(a); len(fs) > 0 {
+			in.Feeds = make(map[string]any, len(fs))
+			for name, body := range fs {
+				in.Feeds[name] = policy.FeedValue([]byte(body))
+			}
+		}
+	}
+	as.mu.Lock()
+	called := slices.Clone(as.called[sid])
+	as.mu.Unlock()
+	in.Session = policy.Session{Called: called, Rounds: int64(len(called))}
+	return in
+}
+
+// filterList drops from a tools/list answer the tools whose conditions do
+// not hold now.
+func (as *agentServer) filterList(l *mcp.ListToolsResult, sid string) {
+	a := as.current()
+	if a == nil || a.Tools == nil || len(a.Tools.Rules) == 0 {
+		return
+	}
+	r := as.b.policy.For(a.Tools, as.policyInput(a, sid))
+	kept := l.Tools[:0]
+	for _, d := range l.Tools {
+		if t, ok := a.NativeTool(d.Name); ok {
+			if allowed, _ := r.Allowed(t); !allowed {
+				continue
+			}
+		}
+		kept = append(kept, d)
+	}
+	l.Tools = kept
+}
+
+// policyDenied checks tool's conditions before a call of it runs.
+func (as *agentServer) policyDenied(a *agentctx.Agent, tool *manifest.Tool, sid string) (toolexec.Envelope, bool) {
+	if a.Tools == nil || len(a.Tools.Rules) == 0 || len(tool.When) == 0 {
+		return toolexec.Envelope{}, false
+	}
+	ok, d := as.b.policy.For(a.Tools, as.policyInput(a, sid)).Allowed(tool)
+	if ok {
+		return toolexec.Envelope{}, false
+	}
+	msg := fmt.Sprintf("not executed: %s is not available now; its grant conditions (%s) do not hold", tool.Name, strings.Join(d.Rules, ", "))
+	if d.Err != nil {
+		msg += fmt.Sprintf(" (%v)", d.Err)
+	}
+	return toolexec.Fail(toolexec.CodePolicyDenied, msg, 0), true
 }

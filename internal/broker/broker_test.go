@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,64 @@ func FuzzCall(f *testing.F) {
 			t.Fatalf("not an envelope: %+v", res)
 		}
 	})
+}
+
+// Tool policy on /mcp: a native tool whose conditions do not hold is not
+// listed and its call is policy_denied; session.called is this MCP
+// session's calls.
+func TestPolicyOnMCP(t *testing.T) {
+	ran := map[string]int{}
+	var mu sync.Mutex
+	b := New(Options{Runner: runnerFunc(func(_ context.Context, c toolexec.Call) toolexec.Envelope {
+		mu.Lock()
+		ran[c.Tool.Name]++
+		mu.Unlock()
+		return toolexec.Envelope{OK: true, Data: json.RawMessage(`1`)}
+	})})
+	a := agentWith("svc.one", "svc.two")
+	a.Tools.Rules = []manifest.Rule{{ID: "r1", When: `"svc.one" in session.called`, Source: "test"}}
+	a.Tools.Tools[1].When = []string{"r1"}
+	a.SetTools(a.Tools)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.ServeAgent(w, r, a) }))
+	defer srv.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: authed{}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list := func() []string {
+		l, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tool := range l.Tools {
+			out = append(out, tool.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	call := func(name string) (*mcp.CallToolResult, toolexec.Envelope) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env toolexec.Envelope
+		_ = json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &env)
+		return res, env
+	}
+	if got := list(); !slices.Equal(got, []string{"svc.one"}) {
+		t.Fatalf("before svc.one: %v", got)
+	}
+	if _, env := call("svc.two"); env.OK || env.Error.Code != toolexec.CodePolicyDenied || ran["svc.two"] != 0 {
+		t.Fatalf("svc.two before svc.one: %+v", env)
+	}
+	call("svc.one")
+	if got := list(); !slices.Equal(got, []string{"svc.one", "svc.two"}) {
+		t.Fatalf("after svc.one: %v", got)
+	}
+	if _, env := call("svc.two"); !env.OK || ran["svc.two"] != 1 {
+		t.Fatalf("svc.two after svc.one: %+v", env)
+	}
 }
