@@ -135,6 +135,7 @@ func tradingDesk(t *testing.T) {
 
 	var seen []modelsim.Record
 	p.getJSON("claw-model", 8080, "/requests", &seen)
+	executorOffered := map[bool]int{}
 	t.Run("what the model saw", func(t *testing.T) {
 		if len(seen) == 0 {
 			t.Fatal("the model received no requests")
@@ -175,8 +176,8 @@ func tradingDesk(t *testing.T) {
 			if agent == "analyst" && trade {
 				t.Errorf("analyst request %d was offered execute_trade: %v", rec.Seq, rec.Tools)
 			}
-			if agent == "executor" && !trade {
-				t.Errorf("executor request %d was not offered execute_trade: %v", rec.Seq, rec.Tools)
+			if agent == "executor" {
+				executorOffered[trade]++
 			}
 			// The scout's tools are native: exactly what its runner listed
 			// on /mcp and offered itself, cllama added none.
@@ -198,6 +199,14 @@ func tradingDesk(t *testing.T) {
 		}
 	})
 
+	t.Run("tool policy: execute_trade offered only after the market context", func(t *testing.T) {
+		// The executor's first request of the conversation comes before
+		// any get_market_context; its second turn has it in its history.
+		if executorOffered[false] == 0 || executorOffered[true] == 0 {
+			t.Errorf("executor requests offering execute_trade: %d, not offering: %d; want some of each", executorOffered[true], executorOffered[false])
+		}
+	})
+
 	events := jsonLines[audit.Event](p.logs("cllama"))
 	t.Run("audit records the tool calls", func(t *testing.T) {
 		find := func(agent, tool, status string) bool {
@@ -207,6 +216,13 @@ func tradingDesk(t *testing.T) {
 		}
 		if !find("executor", "trading-api.execute_trade", "ok") {
 			t.Error("no ok tool_call event for the executor's trade")
+		}
+		if !slices.ContainsFunc(events, func(e audit.Event) bool {
+			return e.ClawID == "executor" && e.Type == audit.TypeResponse && slices.ContainsFunc(e.PolicyFiltered, func(f audit.Filtered) bool {
+				return f.Tool == "trading-api.execute_trade" && slices.Equal(f.Rules, []string{"r1"})
+			})
+		}) {
+			t.Error("no executor response event lists execute_trade as withheld by r1 (policy_filtered)")
 		}
 		if !find("analyst", "trading-api.get_market_context", "ok") {
 			t.Error("no ok tool_call event for the analyst's market context")
