@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/version"
 )
 
@@ -52,6 +54,29 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 	// Signals become cancellation in exactly one place.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	getenv := func(k string) string {
+		for _, kv := range environ {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v
+			}
+		}
+		return ""
+	}
+	shutdownTraces, traced, err := tracing.Setup(ctx, cfg.Pod, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "cllama: OpenTelemetry (OTEL_EXPORTER_OTLP_*): %v\n", err)
+		return 2
+	}
+	if traced {
+		fmt.Fprintln(stderr, "cllama: traces exported over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := shutdownTraces(sctx); err != nil {
+				fmt.Fprintf(stderr, "cllama: flushing traces: %v\n", err)
+			}
+		}()
+	}
 	if err := serve(ctx, cfg, audit.New(stdout), stderr); err != nil {
 		fmt.Fprintf(stderr, "cllama: %v\n", err)
 		return 1

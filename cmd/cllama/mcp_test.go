@@ -37,6 +37,8 @@ type toolService struct {
 	// seen records each request: path and Authorization.
 	seen     []string
 	canceled chan struct{}
+	// traceparents are the W3C trace contexts the requests carried.
+	traceparents []string
 }
 
 func newToolService(t testing.TB) *toolService {
@@ -45,6 +47,7 @@ func newToolService(t testing.TB) *toolService {
 	note := func(r *http.Request) {
 		s.mu.Lock()
 		s.seen = append(s.seen, r.URL.Path+" "+r.Header.Get("Authorization"))
+		s.traceparents = append(s.traceparents, r.Header.Get("Traceparent"))
 		s.mu.Unlock()
 	}
 	mux.HandleFunc("GET /context/{claw_id}", func(w http.ResponseWriter, r *http.Request) {

@@ -43,6 +43,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Path is where cllama serves MCP (fixed: compiled runner configuration
@@ -482,6 +483,8 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if req.Extra != nil && req.Extra.Header != nil {
 		if hctx, ok := as.carriers.Load(req.Extra.Header.Get(carrierHeader)); ok {
 			defer context.AfterFunc(hctx.(context.Context), cancel)()
+			// The call's span joins the request's (the runner's trace).
+			callCtx = trace.ContextWithSpanContext(callCtx, trace.SpanContextFromContext(hctx.(context.Context)))
 		}
 	}
 	ctx = callCtx
@@ -518,7 +521,7 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 			if a.Tools != nil {
 				policy = a.Tools.Policy.WithDefaults()
 			}
-			out := toolcall.Run(ctx, b.o.Runner, toolcall.Call{Agent: a, Tool: tool, Arguments: args, Policy: policy}, b.o.Now,
+			out := toolcall.Run(ctx, b.o.Runner, toolcall.Call{Agent: a, Tool: tool, Arguments: args, Policy: policy, Mode: manifest.ModeNative}, b.o.Now,
 				func(p any) {
 					b.rec.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, RequestID: id, Format: history.FormatMCP, Error: fmt.Sprintf("tool runner panic: %v", p)})
 				})

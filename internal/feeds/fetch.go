@@ -1,6 +1,11 @@
 package feeds
 
 import (
+	"github.com/clawdapus/clawgo/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,10 +34,22 @@ const acceptFeed = "text/markdown, text/plain, application/json;q=0.9, */*;q=0.1
 // reads at most maxBody bytes of a 2xx body; limited reports that there was
 // more. Any other status is an error.
 func (d *Decorator) get(ctx context.Context, x *exchange.Exchange, f *manifest.Feed) (body []byte, ctype string, limited bool, status int, err error) {
+	ctx, span := tracing.Start(ctx, "feed "+f.Name, trace.SpanKindClient, attribute.String("claw.agent", x.Agent.ID),
+		attribute.String("claw.feed", f.Name), attribute.String("claw.service", f.Source))
+	defer func() {
+		if status != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", status))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, "feed fetch failed")
+		}
+		span.End()
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.FetchURL(), nil)
 	if err != nil {
 		return nil, "", false, 0, err
 	}
+	tracing.Inject(ctx, req.Header)
 	req.Header.Set("Accept", acceptFeed)
 	req.Header.Set("User-Agent", "cllama-feeds")
 	req.Header.Set("X-Claw-ID", x.Agent.ID)

@@ -219,7 +219,7 @@ func (t *turn) runBatch(ctx context.Context, batch []pending, roundStart time.Ti
 				p.env = toolexec.Fail(toolexec.CodeCanceled, "not executed: the turn ended (the caller went away or total_timeout_ms elapsed) before the call started", 0)
 				return nil
 			}
-			out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy}, t.m.opt.Now,
+			out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy, Mode: manifest.ModeMediated}, t.m.opt.Now,
 				func(v any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", v)) })
 			p.env, p.latency = out.Envelope, out.LatencyMS
 			return nil

@@ -16,8 +16,12 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // turn is one runner request under mediation: the upstream request as it
@@ -118,27 +122,44 @@ func (t *turn) run(parent context.Context) outcome {
 	ctx, cancel := context.WithTimeout(parent, time.Duration(t.policy.TotalTimeoutMS)*time.Millisecond)
 	defer cancel()
 	for {
-		resp, fail := t.ask(ctx, parent)
-		if fail != nil {
-			return outcome{fail: fail}
-		}
-		if len(resp.Calls) == 0 {
-			return t.finish(resp)
-		}
-		plan := t.plan(resp.Calls)
-		if plan.kind == nativeOnly {
-			// Cases 2 and 4: the runner executes its own calls; finish
-			// stores the handoff when hidden rounds came first.
-			return t.finish(resp)
-		}
-		if len(t.rounds) >= t.policy.MaxRounds {
-			return outcome{fail: &failure{status: http.StatusBadGateway, errType: apierror.TypeBudgetExhausted,
-				msg: fmt.Sprintf("cllama: managed tool budget exhausted: max_rounds (%d) reached and the model still asks for tools; no answer was produced", t.policy.MaxRounds)}}
-		}
-		if fail := t.playRound(ctx, parent, resp, plan); fail != nil {
-			return outcome{fail: fail}
+		out, done := t.round(ctx, parent)
+		if done {
+			return out
 		}
 	}
+}
+
+// round is one iteration of run: one model call and, when it asks for
+// managed tools, their calls; a span of its own in traces.
+func (t *turn) round(ctx, parent context.Context) (outcome, bool) {
+	ctx, span := tracing.Start(ctx, "claw.round", trace.SpanKindInternal, attribute.Int("claw.round", t.calls+1))
+	defer span.End()
+	resp, fail := t.ask(ctx, parent)
+	if fail != nil {
+		span.SetStatus(codes.Error, fail.errType)
+		return outcome{fail: fail}, true
+	}
+	span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", resp.Usage.Prompt()), attribute.Int("gen_ai.usage.output_tokens", resp.Usage.Output),
+		attribute.Int("claw.tool_calls", len(resp.Calls)))
+	if len(resp.Calls) == 0 {
+		return t.finish(resp), true
+	}
+	plan := t.plan(resp.Calls)
+	if plan.kind == nativeOnly {
+		// Cases 2 and 4: the runner executes its own calls; finish
+		// stores the handoff when hidden rounds came first.
+		return t.finish(resp), true
+	}
+	if len(t.rounds) >= t.policy.MaxRounds {
+		span.SetStatus(codes.Error, apierror.TypeBudgetExhausted)
+		return outcome{fail: &failure{status: http.StatusBadGateway, errType: apierror.TypeBudgetExhausted,
+			msg: fmt.Sprintf("cllama: managed tool budget exhausted: max_rounds (%d) reached and the model still asks for tools; no answer was produced", t.policy.MaxRounds)}}, true
+	}
+	if fail := t.playRound(ctx, parent, resp, plan); fail != nil {
+		span.SetStatus(codes.Error, fail.errType)
+		return outcome{fail: fail}, true
+	}
+	return outcome{}, false
 }
 
 // ask makes one upstream call with the request as it stands.

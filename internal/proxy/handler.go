@@ -14,8 +14,12 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
@@ -127,11 +131,25 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		Original:      body,
 		Body:          rewriteModel(body, info),
 	}
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetAttributes(attribute.String("claw.agent", agent.ID), attribute.String("claw.format", string(format)),
+			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider),
+			attribute.Bool("claw.stream", info.Stream), attribute.Bool("claw.mediated", agent.ToolsErr == nil && agent.Managed() && s.mediator != nil))
+	}
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) {
 		x.NoteSent(s.now())
+		ctx, span := tracing.Start(ctx, "chat "+info.Upstream, trace.SpanKindClient,
+			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider), attribute.String("claw.format", string(format)))
+		defer span.End()
 		resp, err := s.send(ctx, call, b)
 		if err == nil {
 			x.NoteFirstByte(s.now())
+			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+			if resp.StatusCode >= 400 {
+				span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+			}
+		} else {
+			span.SetStatus(codes.Error, "upstream call failed")
 		}
 		return resp, err
 	}

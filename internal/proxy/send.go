@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"github.com/clawdapus/clawgo/internal/tracing"
+
 	"bytes"
 	"context"
 	"errors"
@@ -56,6 +58,7 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.
 		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
 	}
 	copyRequestHeaders(req.Header, c.header)
+	tracing.Inject(ctx, req.Header) // the provider joins the agent's trace
 	if body != nil {
 		// The body was checked to be JSON, whatever the runner labelled
 		// it (curl -d sends a form type, which providers reject).

@@ -30,9 +30,13 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options are the pluggable parts of a Server. The zero value is a plain
@@ -231,6 +235,21 @@ const pathHealth = "/health"
 // ServeHTTP routes each registered format's endpoint, the routes on stored
 // objects, the model list and GET /health.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tracing.Enabled() {
+		// One server span per request, joining the runner's trace when it
+		// sent a traceparent; stages add what they learn to it.
+		ctx, span := tracing.Start(tracing.Extract(r.Context(), r.Header), "cllama "+r.Method+" "+spanRoute(r.URL.Path), trace.SpanKindServer,
+			attribute.String("http.request.method", r.Method), attribute.String("http.route", spanRoute(r.URL.Path)))
+		sw := &tracing.StatusWriter{ResponseWriter: w}
+		defer func() {
+			span.SetAttributes(attribute.Int("http.response.status_code", sw.Status))
+			if sw.Status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(sw.Status))
+			}
+			span.End()
+		}()
+		w, r = sw, r.WithContext(ctx)
+	}
 	for i, f := range s.formats {
 		if r.URL.Path == f.Endpoint().Route {
 			s.serveModel(w, r, i, false)
@@ -264,6 +283,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveNoRoute(w, r)
+}
+
+// spanRoute is a request path as a span names it: the route it matched,
+// bounded (object ids and unknown paths are not span names).
+func spanRoute(path string) string {
+	switch {
+	case path == pathMCP, path == pathHealth, path == pathModels:
+		return path
+	case strings.HasPrefix(path, "/v1/responses/"):
+		return "/v1/responses/{id}"
+	case strings.HasPrefix(path, "/v1/models/"):
+		return "/v1/models/{model}"
+	case strings.HasPrefix(path, "/v1/") && strings.Count(path, "/") <= 4 && len(path) <= 40:
+		return path
+	}
+	return "other"
 }
 
 // serveNoRoute answers a request for no route: a 404 in the error shape

@@ -24,7 +24,11 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Grace is how long past a call's own timeout Run waits for a Runner
@@ -39,6 +43,9 @@ type Call struct {
 	// sent, already checked to be an object (wire.ObjectArguments).
 	Arguments json.RawMessage
 	Policy    manifest.Policy
+	// Mode is how the caller reached the tool (manifest.ModeMediated or
+	// ModeNative), for traces.
+	Mode string
 }
 
 // Outcome is what became of a Call.
@@ -63,6 +70,21 @@ func Timeout(tool *manifest.Tool, policy manifest.Policy) time.Duration {
 // onPanic, when set, hears of a Runner panic (the call fails, the
 // process does not).
 func Run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, onPanic func(any)) Outcome {
+	ctx, span := tracing.Start(ctx, "tool "+c.Tool.Name, trace.SpanKindInternal, attribute.String("claw.agent", c.Agent.ID),
+		attribute.String("claw.tool", c.Tool.Name), attribute.String("claw.service", c.Tool.Execution.Service), attribute.String("claw.mode", c.Mode))
+	defer span.End()
+	if tracing.Arguments() {
+		span.SetAttributes(attribute.String("claw.tool.arguments", string(c.Arguments)))
+	}
+	out := run(ctx, r, c, now, onPanic)
+	span.SetAttributes(attribute.String("claw.outcome", Status(out.Envelope)))
+	if !out.Envelope.OK {
+		span.SetStatus(codes.Error, out.Envelope.Error.Code)
+	}
+	return out
+}
+
+func run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, onPanic func(any)) Outcome {
 	timeout := Timeout(c.Tool, c.Policy)
 	call := toolexec.Call{AgentID: c.Agent.ID, Tool: c.Tool, Arguments: c.Arguments, Timeout: timeout, MaxResultBytes: c.Policy.MaxToolResultBytes}
 	if sa := c.Agent.ServiceAuth[c.Tool.Execution.Service]; sa != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -169,6 +170,8 @@ var _ Runner = (*Executor)(nil)
 // New returns an Executor configured by opts.
 func New(opts Options) *Executor {
 	opts = opts.withDefaults()
+	// Service calls carry the agent's trace context when tracing is on.
+	opts.Transport = tracing.Transport(opts.Transport)
 	e := &Executor{
 		opts: opts,
 		client: &http.Client{
