@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/tracing"
 )
 
 // The benchmarks measure what cllama adds to a request: the same request
@@ -327,6 +332,47 @@ func BenchmarkHandlerNoNetwork(b *testing.B) {
 			body := benchRequest("fake/gpt-fake", kind == "stream")
 			req := httptest.NewRequest(http.MethodPost, pathChat, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceToken)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				req.ContentLength = int64(len(body))
+				clear(w.h)
+				srv.ServeHTTP(w, req)
+			}
+		})
+	}
+}
+
+// BenchmarkTracingCost is BenchmarkHandlerNoNetwork's JSON request with
+// tracing off and on (spans exported in batches to a discarding
+// exporter), in one run: the difference is what traces cost a
+// passthrough request.
+func BenchmarkTracingCost(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "tracing=off", true: "tracing=on"}[on], func(b *testing.B) {
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				tracing.Install(tp)
+				defer func() { tracing.Uninstall(); _ = tp.Shutdown(context.Background()) }()
+			}
+			dir := b.TempDir()
+			root := filepath.Join(dir, "context")
+			writeFileB(b, filepath.Join(root, "alice", "metadata.json"), `{"token":"`+aliceToken+`"}`)
+			writeFileB(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"http://fake.invalid/v1","api_key":"k"}}}`)
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(bytes.NewReader(benchResponse)), ContentLength: int64(len(benchResponse)), Request: r}, nil
+			})
+			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Audit: audit.New(io.Discard), Transport: rt})
+			if err != nil {
+				b.Fatal(err)
+			}
+			body := benchRequest("fake/gpt-fake", false)
+			req := httptest.NewRequest(http.MethodPost, pathChat, nil)
+			req.Header.Set("Authorization", "Bearer "+aliceToken)
+			req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 			w := &discardWriter{h: http.Header{}}
 			b.ReportAllocs()
 			for b.Loop() {

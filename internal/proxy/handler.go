@@ -133,13 +133,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 	}
 	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
 		span.SetAttributes(attribute.String("claw.agent", agent.ID), attribute.String("claw.format", string(format)),
-			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider),
-			attribute.Bool("claw.stream", info.Stream), attribute.Bool("claw.mediated", agent.ToolsErr == nil && agent.Managed() && s.mediator != nil))
+			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider))
 	}
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) {
 		x.NoteSent(s.now())
-		ctx, span := tracing.Start(ctx, "chat "+info.Upstream, trace.SpanKindClient,
-			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider), attribute.String("claw.format", string(format)))
+		ctx, span := tracing.Start(ctx, "chat "+info.Upstream, trace.SpanKindClient, attribute.String("gen_ai.request.model", info.Upstream))
 		defer span.End()
 		resp, err := s.send(ctx, call, b)
 		if err == nil {

@@ -238,8 +238,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tracing.Enabled() {
 		// One server span per request, joining the runner's trace when it
 		// sent a traceparent; stages add what they learn to it.
-		ctx, span := tracing.Start(tracing.Extract(r.Context(), r.Header), "cllama "+r.Method+" "+spanRoute(r.URL.Path), trace.SpanKindServer,
-			attribute.String("http.request.method", r.Method), attribute.String("http.route", spanRoute(r.URL.Path)))
+		ctx, span := tracing.Start(tracing.Extract(r.Context(), r.Header), "cllama "+r.Method+" "+spanRoute(r.URL.Path), trace.SpanKindServer)
 		sw := &tracing.StatusWriter{ResponseWriter: w}
 		defer func() {
 			span.SetAttributes(attribute.Int("http.response.status_code", sw.Status))

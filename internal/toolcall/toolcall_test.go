@@ -10,6 +10,9 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/tracing"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 type runnerFunc func(context.Context, toolexec.Call) toolexec.Envelope
@@ -119,5 +122,30 @@ func TestExecutedShowsTheClawIDThatWasUsed(t *testing.T) {
 		if got := string(Executed(json.RawMessage(in), "alice")); got != want {
 			t.Errorf("Executed(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// BenchmarkTracingCost is one governed call (with a Runner that answers
+// at once) with tracing off and on, in one run.
+func BenchmarkTracingCost(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "tracing=off", true: "tracing=on"}[on], func(b *testing.B) {
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				tracing.Install(tp)
+				defer func() { tracing.Uninstall(); _ = tp.Shutdown(context.Background()) }()
+			}
+			r := runnerFunc(func(context.Context, toolexec.Call) toolexec.Envelope {
+				return toolexec.Envelope{OK: true, Data: json.RawMessage(`{"v":1}`)}
+			})
+			c := testCall()
+			c.Policy.MaxToolResultBytes = 1000
+			ctx, span := tracing.Start(context.Background(), "request", 0)
+			defer span.End()
+			b.ReportAllocs()
+			for b.Loop() {
+				Run(ctx, r, c, time.Now, nil)
+			}
+		})
 	}
 }

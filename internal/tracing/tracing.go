@@ -32,6 +32,7 @@ import (
 const Name = "github.com/clawdapus/clawgo/cllama"
 
 var (
+	tracer    atomic.Pointer[trace.Tracer]
 	enabled   atomic.Bool
 	arguments atomic.Bool
 	prop      = propagation.TraceContext{}
@@ -82,6 +83,8 @@ func Setup(ctx context.Context, pod string, getenv func(string) string) (shutdow
 func Install(tp trace.TracerProvider) {
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(prop)
+	t := tp.Tracer(Name)
+	tracer.Store(&t)
 	enabled.Store(true)
 }
 
@@ -96,7 +99,7 @@ func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attri
 	if !enabled.Load() {
 		return ctx, trace.SpanFromContext(ctx)
 	}
-	return otel.Tracer(Name).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return (*tracer.Load()).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
 // Extract returns ctx carrying the caller's W3C trace context, if any.
