@@ -98,7 +98,7 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 
 // restore inserts stored hidden rounds into msgs and returns the new
 // message list and the chain over the visible messages.
-func restore(f wire.ToolLoop, memo *canonCache, store *Store, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
+func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
 	c := chainSeed
 	out := msgs
 	copied := false

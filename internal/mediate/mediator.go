@@ -73,7 +73,7 @@ type Options struct {
 	ContinuityMaxAge time.Duration
 	// Continuity, when set, is used instead of a store opened from
 	// StateDir (tests, or a store shared by several Mediators).
-	Continuity *Store
+	Continuity ContinuityStore
 	// KeepaliveInterval is the spacing of SSE keepalive comments while a
 	// streaming turn runs hidden rounds (default 1s; issue 3 asks for at
 	// most about one a second).

@@ -13,6 +13,27 @@ import (
 	"time"
 )
 
+// ContinuityStore keeps the hidden rounds of conversations between turns
+// (see Store for the rules every implementation keeps: bounded entries,
+// PutOnce's ambiguity, nothing returned that was not whole). A store
+// shared by several cllama replicas lets a conversation's turns land on
+// any of them.
+type ContinuityStore interface {
+	// Get returns the messages under key (false: none, or ambiguous).
+	Get(key string) ([]json.RawMessage, bool)
+	// Put stores messages under key; it returns once they are stored.
+	Put(key string, messages []json.RawMessage) error
+	// PutOnce stores messages under a key that must name one entry for
+	// good: a second claim marks the key ambiguous (ErrAmbiguous).
+	PutOnce(key string, messages []json.RawMessage) error
+	// Len and Bytes describe the store's size, for metrics (Bytes may be
+	// 0 when the store does not track it).
+	Len() int
+	Bytes() int64
+}
+
+var _ ContinuityStore = (*Store)(nil)
+
 // Store holds continuity entries: hidden messages by key. It is bounded by
 // count, by total bytes (least recently used go first), by the size of one
 // entry and by age. Given a directory it keeps each entry in a file of its
