@@ -77,14 +77,13 @@ func historyRun(_ context.Context, f *Factory, opts *HistoryOptions) error {
 		}
 		return usageErrorf("%s: no agent %q in the compiled pod (agents: %s)", opts.File, opts.Agent, known)
 	}
-	path := history.Path(cp.historyDir(), opts.Agent)
-	entries, st, err := history.ReadFile(path)
+	entries, st, paths, err := history.ReadAgent(cp.historyDir(), opts.Agent)
 	if err != nil {
 		return err
 	}
 	if st.Malformed > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s); a write cut short by a crash or a full disk leaves one\n",
-			path, st.Malformed, lineWord(st.MalformedAt, st.Malformed))
+			strings.Join(paths, ", "), st.Malformed, lineWord(st.MalformedAt, st.Malformed))
 	}
 	entries = orderHistory(opts.Agent, entries)
 	entries, err = selectHistory(entries, opts.After, opts.Limit)

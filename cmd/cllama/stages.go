@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
@@ -13,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/proxy"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/sharedstate"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
 )
@@ -28,11 +31,15 @@ type stages struct {
 	broker   *broker.Broker
 	history  *history.Writer
 	rec      *recorder.Recorder
+	redis    io.Closer
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
 }
 
 func (s *stages) Close() error {
+	if s.redis != nil {
+		_ = s.redis.Close()
+	}
 	if s.broker != nil {
 		s.broker.Close()
 	}
@@ -50,13 +57,30 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 			return nil, fmt.Errorf("CLLAMA_HISTORY_FSYNC: %w", err)
 		}
 		opts.OnSyncError = func(err error) { fmt.Fprintf(stderr, "cllama: %v (retried next interval)\n", err) }
+		opts.Replica = cfg.ReplicaID
+		if opts.Replica == "" && cfg.StateURL != "" {
+			// Replicas share the history directory: one file each.
+			if h, err := os.Hostname(); err == nil {
+				opts.Replica = h
+			}
+		}
 		hw, err := history.NewWriterWith(cfg.HistoryDir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
 		}
 		st.history = hw
 	}
-	if cfg.ContinuityDir() == "" {
+	var shared mediate.ContinuityStore
+	if cfg.StateURL != "" {
+		c, err := sharedstate.Open(context.Background(), cfg.StateURL)
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		st.redis = c
+		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
+		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
+	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
 	}
 	// One recorder for every stage: the audit log, session history, and
@@ -67,7 +91,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	}
 	st.rec = recorder.New(aud, hist)
 	st.executor = toolexec.New(toolexec.Options{})
-	med, err := mediate.New(mediate.Options{Runner: st.executor, Events: st.rec, StateDir: cfg.ContinuityDir(),
+	med, err := mediate.New(mediate.Options{Runner: st.executor, Events: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
 		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 	if err != nil {
 		_ = st.Close()

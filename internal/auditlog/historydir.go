@@ -46,21 +46,30 @@ func ReadHistoryDir(dir string) ([]history.Entry, HistoryDirStats, error) {
 		if !de.IsDir() || !manifest.ValidAgentID(de.Name()) {
 			continue
 		}
-		path := history.Path(dir, de.Name())
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		es, hs, err := readTraces(path)
+		// history.jsonl, and one file per cllama replica sharing the
+		// directory: merged by time.
+		paths, err := history.Paths(dir, de.Name())
 		if err != nil {
 			return nil, st, err
 		}
-		st.Files++
-		st.Entries += len(es)
-		st.Malformed += hs.Malformed
-		if hs.Malformed > 0 {
-			st.Skipped = append(st.Skipped, SkippedLines{Path: path, Count: hs.Malformed, At: hs.MalformedAt})
+		var agent []history.Entry
+		for _, path := range paths {
+			es, hs, err := readTraces(path)
+			if err != nil {
+				return nil, st, err
+			}
+			st.Files++
+			st.Entries += len(es)
+			st.Malformed += hs.Malformed
+			if hs.Malformed > 0 {
+				st.Skipped = append(st.Skipped, SkippedLines{Path: path, Count: hs.Malformed, At: hs.MalformedAt})
+			}
+			agent = append(agent, es...)
 		}
-		out = append(out, es...)
+		if len(paths) > 1 {
+			sort.SliceStable(agent, func(i, j int) bool { return agent[i].Timestamp.Before(agent[j].Timestamp) })
+		}
+		out = append(out, agent...)
 	}
 	return out, st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -104,4 +105,29 @@ func ReadFile(path string) ([]Entry, Stats, error) {
 		out = append(out, e)
 	}
 	return out, st, nil
+}
+
+// ReadAgent reads every history file of an agent under dir (Paths): the
+// entries of all replicas, merged oldest first (entries of one time keep
+// their file order). Stats add up; Files says how many files were read.
+func ReadAgent(dir, agentID string) ([]Entry, Stats, []string, error) {
+	var st Stats
+	paths, err := Paths(dir, agentID)
+	if err != nil {
+		return nil, st, nil, err
+	}
+	var out []Entry
+	for _, p := range paths {
+		es, s, err := ReadFile(p)
+		st.Malformed += s.Malformed
+		st.MalformedAt = append(st.MalformedAt, s.MalformedAt...)
+		if err != nil {
+			return nil, st, paths, err
+		}
+		out = append(out, es...)
+	}
+	if len(paths) > 1 {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
+	}
+	return out, st, paths, nil
 }

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -88,6 +91,10 @@ type WriterOptions struct {
 	// OnSyncError is told about a failed background sync (SyncInterval);
 	// the file stays marked and is synced again at the next interval.
 	OnSyncError func(error)
+	// Replica, when set, names this writer's files history.<replica>.jsonl:
+	// cllama replicas sharing one history directory never write the same
+	// file (readers merge them; see Paths).
+	Replica string
 }
 
 // ParseSync reads a sync setting as cllama's configuration spells it:
@@ -147,6 +154,9 @@ func NewWriterWith(dir string, o WriterOptions) (*Writer, error) {
 	if o.SyncEvery <= 0 {
 		o.SyncEvery = DefaultSyncEvery
 	}
+	if o.Replica != "" && !replicaPattern.MatchString(o.Replica) {
+		return nil, fmt.Errorf("history: replica id %q: use 1-64 letters, digits, '.', '_' or '-'", o.Replica)
+	}
 	w := &Writer{dir: dir, opts: o, openFile: openAppend, files: make(map[string]*agentFile)}
 	if o.Sync == SyncInterval {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
@@ -201,6 +211,33 @@ func openAppend(path string) (appendFile, error) {
 
 // Path returns the history file of agentID under dir.
 func Path(dir, agentID string) string { return filepath.Join(dir, agentID, FileName) }
+
+// replicaPattern is what a replica id may be (it is part of a file name).
+var replicaPattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// ReplicaFileName is a replica's history file name.
+func ReplicaFileName(replica string) string { return "history." + replica + ".jsonl" }
+
+// Paths are an agent's history files under dir: history.jsonl and every
+// replica's history.<replica>.jsonl, sorted; none when it has none.
+func Paths(dir, agentID string) ([]string, error) {
+	des, err := os.ReadDir(filepath.Join(dir, agentID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		n := de.Name()
+		if de.Type().IsRegular() && (n == FileName || strings.HasPrefix(n, "history.") && strings.HasSuffix(n, ".jsonl")) {
+			out = append(out, filepath.Join(dir, agentID, n))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
 
 // Append writes e as one line. It fills ID (a fresh random id) and Timestamp
 // (now) when empty. It returns nil only once the whole line is written (and,
@@ -394,7 +431,11 @@ func (w *Writer) file(agentID string) (*agentFile, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	f, err := w.openFile(filepath.Join(dir, FileName))
+	name := FileName
+	if w.opts.Replica != "" {
+		name = ReplicaFileName(w.opts.Replica)
+	}
+	f, err := w.openFile(filepath.Join(dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}

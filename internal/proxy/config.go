@@ -88,6 +88,14 @@ type Config struct {
 	// on a listener of its own (CLLAMA_METRICS_ADDR / -metrics-addr;
 	// default off).
 	MetricsAddr string
+	// StateURL, when set, keeps continuity in Redis, shared by cllama
+	// replicas (CLLAMA_STATE_URL / -state-url, redis://host:port[/db]).
+	StateURL string
+	// ReplicaID names this replica's history files
+	// (history.<replica>.jsonl) when several cllamas share one history
+	// directory (CLLAMA_REPLICA_ID / -replica-id; default with StateURL:
+	// the host name; else none, history.jsonl).
+	ReplicaID string
 	// FirstByteTimeout bounds the wait for the upstream's response headers
 	// (CLLAMA_FIRST_BYTE_TIMEOUT / -first-byte-timeout). Non-streaming
 	// generations answer only when done, hence the generous default.
@@ -202,6 +210,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.HistoryFsync, "CLLAMA_HISTORY_FSYNC")
 	str(&c.DefaultProvider, "CLLAMA_DEFAULT_PROVIDER")
 	str(&c.MetricsAddr, "CLLAMA_METRICS_ADDR")
+	str(&c.StateURL, "CLLAMA_STATE_URL")
+	str(&c.ReplicaID, "CLLAMA_REPLICA_ID")
 
 	var errs []error
 	size := func(dst *int64, key string) {
@@ -287,6 +297,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
 	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
+	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
 	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
 	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
