@@ -256,7 +256,7 @@ func checkReferences(t *testing.T, d decoded) {
 	for i, tmpl := range templates {
 		for _, c := range tmpl.Spec.Containers {
 			for _, e := range c.Env {
-				if e.ValueFrom != nil {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 					hasKey("Secret", e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
 				}
 			}

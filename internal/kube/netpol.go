@@ -192,8 +192,19 @@ func (r *renderer) networkPolicies() {
 		for _, reach := range r.res.Perimeter.Cllama {
 			spec.Egress = append(spec.Egress, egressTo(r.peerOf(reach.Service)))
 		}
+		state := peer{labels: map[string]string{LabelRole: RoleState}, ports: []port{{Number: statePort, Protocol: corev1.ProtocolTCP}}}
+		if r.withState {
+			spec.Egress = append(spec.Egress, egressTo(state))
+		}
 		spec.Egress = append(spec.Egress, internetRule())
 		policy(compile.CllamaService, map[string]string{LabelRole: RoleCllama, LabelService: compile.CllamaService}, spec)
+		if r.withState {
+			// Only cllama reaches its Redis, and Redis reaches nothing.
+			policy(RoleState, map[string]string{LabelRole: RoleState, LabelService: RoleState}, networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: state.labels}, PolicyTypes: both,
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{podPeer(map[string]string{LabelRole: RoleCllama})}, Ports: policyPorts(state.ports)}},
+			})
+		}
 	}
 
 	for _, ar := range r.res.Perimeter.Agents {

@@ -271,6 +271,8 @@ func TestNetworkPoliciesRenderThePerimeter(t *testing.T) {
 					allow(compile.CllamaService, r.Service)
 				}
 				allow(compile.CllamaService, "outside")
+				// cllama replicas share a Redis only they reach.
+				allow(compile.CllamaService, RoleState)
 			}
 			nets := map[string][]string{}
 			for _, n := range res.Pod.ServiceNames() {

@@ -34,8 +34,10 @@ const (
 
 // Values of LabelRole.
 const (
-	RoleAgent   = "agent"
-	RoleCllama  = "cllama"
+	RoleAgent  = "agent"
+	RoleCllama = "cllama"
+	// RoleState is the Redis that cllama replicas share (continuity).
+	RoleState   = "cllama-state"
 	RoleService = "service"
 )
 
@@ -87,11 +89,13 @@ type object struct {
 }
 
 type renderer struct {
-	res   *compile.Result
-	p     *pod.Pod
-	ns    string
-	gen   map[string]genService
-	files map[string]compile.File
+	// withState: cllama replicas share a Redis (stateStore).
+	withState bool
+	res       *compile.Result
+	p         *pod.Pod
+	ns        string
+	gen       map[string]genService
+	files     map[string]compile.File
 	// ports are the ports each compose service (agent or not) serves.
 	ports map[string][]port
 	// agents by id; agentSvc marks agent service names.
@@ -620,7 +624,14 @@ func (r *renderer) cllama() error {
 	history := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: CllamaHistory}}
 	if replicas > 1 {
 		history = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
-		r.warns = append(r.warns, fmt.Sprintf("%s: x-claw.cllama-defaults.replicas: %d cllama pods keep session history and tool-loop continuity each in its own emptyDir: they are lost when a pod goes, and a runner's next turn may reach another pod", r.p.File, replicas))
+		// Continuity is shared in Redis, so a runner's next turn may land
+		// on any replica; each names its history files after its pod.
+		env = append(env, corev1.EnvVar{Name: "CLLAMA_REPLICA_ID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
+		if !authored["CLLAMA_STATE_URL"] {
+			env = append(env, corev1.EnvVar{Name: "CLLAMA_STATE_URL", Value: fmt.Sprintf("redis://%s:%d/0", RoleState, statePort)})
+			r.stateStore()
+		}
+		r.warns = append(r.warns, fmt.Sprintf("%s: x-claw.cllama-defaults.replicas: %d cllama pods share tool-loop continuity in Redis (%s, or CLLAMA_STATE_URL in cllama-defaults.env); each keeps its session history in its own emptyDir, lost when the pod goes: give them a ReadWriteMany claim to keep it", r.p.File, replicas, RoleState))
 	} else {
 		r.add("PersistentVolumeClaim", CllamaHistory, r.claim(CllamaHistory, objLabels))
 	}
@@ -672,6 +683,45 @@ func (r *renderer) cllama() error {
 	r.add("Deployment", compile.CllamaService, r.deployment(compile.CllamaService, objLabels, labels, selector, replicas, ps, replicas == 1))
 	r.add("Service", compile.CllamaService, r.kubeService(compile.CllamaService, objLabels, selector, []port{{Number: compile.CllamaPort, Protocol: corev1.ProtocolTCP}}))
 	return nil
+}
+
+// statePort is Redis's port.
+const statePort = 6379
+
+// StateImage is the Redis image the shared state runs from (the official
+// image, pulled by the cluster from its registry).
+const StateImage = "redis:7-alpine"
+
+// stateStore renders the Redis cllama replicas share: no persistence
+// (continuity entries expire anyway; losing them costs the model a repeat
+// of hidden calls), bounded memory, least recently used keys going first.
+func (r *renderer) stateStore() {
+	labels, selector := r.podLabels(RoleState, RoleState, "")
+	objLabels := map[string]string{LabelRole: RoleState, LabelService: RoleState}
+	no, yes := false, true
+	uid := int64(999) // the image's redis user
+	ps := corev1.PodSpec{
+		AutomountServiceAccountToken: &no,
+		EnableServiceLinks:           &no,
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		Containers: []corev1.Container{{
+			Name:            RoleState,
+			Image:           StateImage,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Args:            []string{"--save", "", "--appendonly", "no", "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"},
+			Ports:           []corev1.ContainerPort{{Name: "redis", ContainerPort: statePort, Protocol: corev1.ProtocolTCP}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrName("redis")}},
+				PeriodSeconds: 10, TimeoutSeconds: 3},
+			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+		}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}
+	r.add("Deployment", RoleState, r.deployment(RoleState, objLabels, labels, selector, 1, ps, false))
+	r.add("Service", RoleState, r.kubeService(RoleState, objLabels, selector, []port{{Number: statePort, Protocol: corev1.ProtocolTCP}}))
+	r.withState = true
 }
 
 func stringData(m map[string][]byte) map[string]string {

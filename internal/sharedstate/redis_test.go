@@ -1,0 +1,152 @@
+package sharedstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clawdapus/clawgo/internal/mediate"
+)
+
+// redisURL starts a redis-server of the test's own, or skips when the
+// binary is missing (.ci/run installs it).
+func redisURL(tb testing.TB) string {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Skip("redis-server is not installed (apt-get install redis-server); .ci/run installs it")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "redis://" + addr + "/0"
+		}
+	}
+	tb.Fatal("redis-server did not start")
+	return ""
+}
+
+func msgs(s ...string) []json.RawMessage {
+	var out []json.RawMessage
+	for _, m := range s {
+		out = append(out, json.RawMessage(`{"role":"assistant","content":"`+m+`"}`))
+	}
+	return out
+}
+
+// Two replicas' stores on one Redis: what one puts the other gets; a key
+// both claim with PutOnce is ambiguous on both; an entry over the cap is
+// refused and drops the key; entries expire.
+func TestContinuityAcrossReplicas(t *testing.T) {
+	url := redisURL(t)
+	c1, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, _ := Open(context.Background(), url)
+	defer c2.Close()
+	a := NewContinuity(c1, ContinuityOptions{Pod: "desk", MaxEntryBytes: 200, MaxAge: time.Hour})
+	b := NewContinuity(c2, ContinuityOptions{Pod: "desk", MaxEntryBytes: 200, MaxAge: time.Hour})
+	if err := a.PutOnce("k1", msgs("one")); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := b.Get("k1")
+	if !ok || len(got) != 1 || !strings.Contains(string(got[0]), "one") {
+		t.Fatalf("replica b got %v %v", got, ok)
+	}
+	if err := b.PutOnce("k1", msgs("two")); !errors.Is(err, mediate.ErrAmbiguous) {
+		t.Fatalf("second claim: %v", err)
+	}
+	if _, ok := a.Get("k1"); ok {
+		t.Fatal("an ambiguous key restored on a")
+	}
+	if err := a.Put("big", msgs(strings.Repeat("x", 500))); !errors.Is(err, mediate.ErrEntryTooLarge) {
+		t.Fatalf("oversized: %v", err)
+	}
+	if a.Len() != 1 {
+		t.Fatalf("Len = %d, want 1 (the ambiguity mark)", a.Len())
+	}
+	other := NewContinuity(c1, ContinuityOptions{Pod: "other"})
+	if _, ok := other.Get("k1"); ok {
+		t.Fatal("pods share keys")
+	}
+	short := NewContinuity(c1, ContinuityOptions{Pod: "ttl", MaxAge: time.Second})
+	_ = short.Put("k", msgs("soon gone"))
+	if ttl := c1.TTL(context.Background(), "cllama:ttl:cont:k").Val(); ttl <= 0 || ttl > time.Second {
+		t.Fatalf("TTL %v", ttl)
+	}
+}
+
+// An unreachable Redis is an error at start, naming the setting and
+// hiding the password; a Redis lost later reads as no entry.
+func TestOpenAndLoss(t *testing.T) {
+	_, err := Open(context.Background(), "redis://:hunter2@127.0.0.1:1/0")
+	if err == nil || !strings.Contains(err.Error(), "CLLAMA_STATE_URL") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Open(context.Background(), "http://x"); err == nil {
+		t.Fatal("a non-redis URL was accepted")
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond})
+	defer c.Close()
+	if _, ok := NewContinuity(c, ContinuityOptions{}).Get("k"); ok {
+		t.Fatal("a lost Redis returned an entry")
+	}
+}
+
+// BenchmarkTurnStore is a mediated turn's continuity cost: one Get and
+// one PutOnce of a typical hidden transcript (a round of two calls and
+// their results, ~3 KB), in the file store and in Redis, in one run.
+func BenchmarkTurnStore(b *testing.B) {
+	hidden := msgs(strings.Repeat("tool round ", 100), strings.Repeat("result ", 150), strings.Repeat("result ", 150))
+	url := redisURL(b)
+	c, err := Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	file, err := mediate.OpenStore(mediate.StoreOptions{Dir: filepath.Join(b.TempDir(), "cont")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, s := range map[string]mediate.ContinuityStore{"file": file, "redis": NewContinuity(c, ContinuityOptions{Pod: "bench"})} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				benchKeys++
+				key := fmt.Sprintf("agent-%d", benchKeys)
+				s.Get(key)
+				if err := s.PutOnce(key, hidden); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchKeys numbers the keys of every benchmark run (a key is claimed
+// once).
+var benchKeys int
