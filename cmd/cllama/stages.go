@@ -13,6 +13,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
+	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/proxy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/sharedstate"
@@ -32,6 +33,7 @@ type stages struct {
 	history  *history.Writer
 	rec      *recorder.Recorder
 	redis    io.Closer
+	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
 }
@@ -79,6 +81,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		}
 		st.redis = c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
+		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
 	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
@@ -109,6 +112,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		Version: version.String("cllama")})
 	st.opts = proxy.Options{
 		Broker:    st.broker,
+		Owners:    st.owners,
 		Events:    st.rec,
 		History:   st.history,
 		Decorator: decorator,

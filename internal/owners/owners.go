@@ -73,6 +73,17 @@ const (
 // ErrInvalidID is returned by Record for an empty or overlong id.
 var ErrInvalidID = errors.New("owners: invalid id")
 
+// Registry is what the proxy needs of an owners store: this package's
+// Store, or one shared by cllama replicas (internal/sharedstate).
+type Registry interface {
+	Owner(id string) (Owner, bool)
+	Record(id string, o Owner) error
+	Forget(id string) error
+	Close() error
+}
+
+var _ Registry = (*Store)(nil)
+
 // Owner is who created a stored object.
 type Owner struct {
 	// Agent is the id of the agent whose request created it.

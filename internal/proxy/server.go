@@ -66,6 +66,9 @@ type Options struct {
 	// both and feeds metrics and traces); History is then only the
 	// writer New would otherwise open, for History().
 	Events *recorder.Recorder
+	// Owners, when set, records who owns each stored response instead of
+	// a store New opens under the state directory (replicas share one).
+	Owners owners.Registry
 	// Transport performs upstream calls (nil: NewTransport()).
 	Transport http.RoundTripper
 	// AgentCheckInterval is how often a cached agent's files are re-stat'ed
@@ -108,7 +111,7 @@ type Server struct {
 	// owns each stored object.
 	stored       []*storedFormat
 	objectRoutes []objectRoute
-	owners       *owners.Store
+	owners       owners.Registry
 
 	// admit bounds the bodies and per-agent requests in progress.
 	admit *admission
@@ -193,6 +196,10 @@ func New(cfg Config, opts Options) (*Server, error) {
 	_, _ = rand.Read(b[:])
 	s.idPrefix = "req_" + hex.EncodeToString(b[:]) + "_"
 	// Opened last: nothing above can fail once its log is open.
+	if opts.Owners != nil {
+		s.owners = opts.Owners
+		return s, nil
+	}
 	s.owners, err = owners.Open(owners.Options{Dir: cfg.ContinuityDir(), Max: cfg.StoredIDsMax,
 		OnError: func(err error) { s.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()}) }})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clawdapus/clawgo/internal/mediate"
+	"github.com/clawdapus/clawgo/internal/owners"
 )
 
 // redisURL starts a redis-server of the test's own, or skips when the
@@ -150,3 +151,34 @@ func BenchmarkTurnStore(b *testing.B) {
 // benchKeys numbers the keys of every benchmark run (a key is claimed
 // once).
 var benchKeys int
+
+// A response one replica saw created is its agent's on every replica.
+func TestOwnersAcrossReplicas(t *testing.T) {
+	url := redisURL(t)
+	c1, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, _ := Open(context.Background(), url)
+	defer c2.Close()
+	a, b := NewOwners(c1, "desk", 0), NewOwners(c2, "desk", 0)
+	if err := a.Record("resp_1", owners.Owner{Agent: "researcher", Provider: "openai"}); err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := b.Owner("resp_1"); !ok || o.Agent != "researcher" || o.Provider != "openai" {
+		t.Fatalf("replica b: %+v %v", o, ok)
+	}
+	if _, ok := NewOwners(c2, "other-pod", 0).Owner("resp_1"); ok {
+		t.Fatal("pods share owners")
+	}
+	if err := b.Forget("resp_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Owner("resp_1"); ok {
+		t.Fatal("a forgotten id is still owned")
+	}
+	if err := a.Record(strings.Repeat("x", owners.MaxIDBytes+1), owners.Owner{Agent: "x"}); !errors.Is(err, owners.ErrInvalidID) {
+		t.Fatalf("overlong id: %v", err)
+	}
+}
