@@ -259,115 +259,155 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every problem of the service is reported, not just the first: each
+	// key is decoded whatever became of the others.
+	var problems Errors
 	d.unknownKeys("x-claw", m, serviceKeys)
 	if c.Agent, err = d.str("x-claw.agent", m["agent"], false); err != nil {
-		return nil, err
+		if !problems.Collect(err) {
+			return nil, err
+		}
 	}
 	if c.Type, err = d.str("x-claw.type", m["type"], false); err != nil {
-		return nil, err
+		if !problems.Collect(err) {
+			return nil, err
+		}
 	}
 	if c.DescribeFile, err = d.str("x-claw.describe-file", m["describe-file"], false); err != nil {
-		return nil, err
+		if !problems.Collect(err) {
+			return nil, err
+		}
 	}
 	if c.Cllama, err = d.cllama(m["cllama"]); err != nil {
-		return nil, err
+		if !problems.Collect(err) {
+			return nil, err
+		}
 	}
 	if raw, ok := m["surfaces"]; ok && raw != nil {
 		if c.Surfaces, err = d.surfaces(raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["tools"]; ok {
 		c.HasTools = true
 		if c.Tools, err = decodeList(d, toolsList, "x-claw.tools", raw, true); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["feeds"]; ok {
 		c.HasFeeds = true
 		if c.Feeds, err = decodeList(d, feedsList, "x-claw.feeds", raw, true); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["tool-policy"]; ok && raw != nil {
 		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["count"]; ok && raw != nil {
-		n, err := d.integer("x-claw.count", raw)
-		if err != nil {
-			return nil, err
+		switch n, err := d.integer("x-claw.count", raw); {
+		case err != nil:
+			if !problems.Collect(err) {
+				if !problems.Collect(err) {
+					return nil, err
+				}
+			}
+		case n < 1 || n > 1000:
+			problems.Collect(d.errf("x-claw.count", "use a number of agents between 1 and 1000", "must be between 1 and 1000, got %d", n))
+		default:
+			c.Count = n
 		}
-		if n < 1 || n > 1000 {
-			return nil, d.errf("x-claw.count", "use a number of agents between 1 and 1000", "must be between 1 and 1000, got %d", n)
-		}
-		c.Count = n
 	}
 	if raw, ok := m["mcp-stdio"]; ok && raw != nil {
 		if c.MCPStdio, err = d.mcpStdio(raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["tool-annotations"]; ok && raw != nil {
 		if c.ToolAnnotations, err = d.toolAnnotations(raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["service-auth"]; ok && raw != nil {
 		if c.ServiceAuth, err = d.serviceAuth(raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["tool-manifests"]; ok && raw != nil {
 		if c.ToolManifests, err = d.toolManifests(raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["models"]; ok && raw != nil {
 		if c.Models, err = d.models("x-claw.models", raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 	}
 	if raw, ok := m["egress"]; ok && raw != nil {
 		if c.Egress, err = d.boolean("x-claw.egress", raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 		if c.Egress && !c.IsAgent() {
-			return nil, d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)")
+			problems.Collect(d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)"))
 		}
 	}
 	if raw, ok := m["runner-env"]; ok && raw != nil {
 		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
-			return nil, err
+			if !problems.Collect(err) {
+				return nil, err
+			}
 		}
 		if !c.CllamaEnabled() {
-			return nil, d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama")
+			problems.Collect(d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama"))
 		}
 	}
 	if len(c.ToolManifests) > 0 && c.IsAgent() {
-		return nil, d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)")
+		problems.Collect(d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)"))
 	}
 	if c.ToolAnnotations != nil && c.IsAgent() {
-		return nil, d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate")
+		problems.Collect(d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate"))
 	}
 	if c.MCPStdio != nil && c.IsAgent() {
-		return nil, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)")
+		problems.Collect(d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)"))
 	}
 	if !c.CllamaEnabled() {
 		if _, ok := m["memory"]; ok {
 			// Spec 000 "Shipped": tools and memory without cllama are hard errors.
-			return nil, d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama")
+			problems.Collect(d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama"))
 		}
 		if c.HasTools {
-			return nil, d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama")
+			problems.Collect(d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama"))
 		}
 		if c.HasFeeds {
-			return nil, d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama")
+			problems.Collect(d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama"))
 		}
 		if c.ToolPolicy != (PolicySpec{}) {
-			return nil, d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama")
+			problems.Collect(d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama"))
 		}
+	}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -185,8 +186,7 @@ func TestDecodeAcceptsForms(t *testing.T) {
 // a warning that suggests the nearest one.
 func TestMisspeltKeys(t *testing.T) {
 	_, _, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tools": []any{map[string]any{"service": "notes", "alow": []any{"add_note"}}}})
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Key != "x-claw.tools[0].alow" || !strings.Contains(pe.Error(), "did you mean `allow`?") {
+	if pe := problemAt(err, "x-claw.tools[0].alow"); pe == nil || !strings.Contains(pe.Error(), "did you mean `allow`?") {
 		t.Fatalf("grant with a misspelt key: %v", err)
 	}
 	_, warns, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tool": []any{}})
@@ -301,5 +301,44 @@ func TestToolModeErrors(t *testing.T) {
 	}
 	if s := mustService(t, "cllama: p\ntools: [{service: a, allow: all, mode: null}]"); s.Tools[0].Mode != "" {
 		t.Errorf("null mode: %+v", s.Tools[0])
+	}
+}
+
+// problemAt is the problem err reports at key, if any.
+func problemAt(err error, key string) *Error {
+	var many Errors
+	if errors.As(err, &many) {
+		for _, p := range many {
+			if p.Key == key {
+				return p
+			}
+		}
+		return nil
+	}
+	var one *Error
+	if errors.As(err, &one) && one.Key == key {
+		return one
+	}
+	return nil
+}
+
+// Every problem of one service is reported in one run, sorted by key.
+func TestEveryProblemOfAService(t *testing.T) {
+	_, _, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{
+		"cllama": "passthrough", "count": 0, "egress": "maybe",
+		"tools": []any{map[string]any{"service": "notes", "allow": "some"}},
+		"feeds": 5,
+	})
+	var many Errors
+	if !errors.As(err, &many) {
+		t.Fatalf("want several problems, got %v", err)
+	}
+	for _, key := range []string{"x-claw.count", "x-claw.egress", "x-claw.tools[0].allow", "x-claw.feeds"} {
+		if problemAt(err, key) == nil {
+			t.Errorf("no problem reported at %s:\n%v", key, err)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), fmt.Sprintf("%d problems:", len(many))) {
+		t.Errorf("message: %v", err)
 	}
 }
