@@ -261,3 +261,16 @@ func TestNativeAndMediatedCallsInOneTable(t *testing.T) {
 		}
 	}
 }
+
+// A request that withheld tools by policy says so in the text report.
+func TestPolicyWithheldInText(t *testing.T) {
+	rs := []Record{{Event: audit.Event{TS: ts(1), ClawID: "executor", Type: audit.TypeResponse, RequestID: "r1",
+		PolicyFiltered: []audit.Filtered{{Tool: "trading-api.execute_trade", Rules: []string{"r1"}}}}}}
+	var out strings.Builder
+	if err := NewReport("p", Sources{}, Filter{}, rs).WriteText(&out, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "tools withheld by tool policy (1 requests):") || !strings.Contains(out.String(), "executor  trading-api.execute_trade  rules r1") {
+		t.Fatalf("text report:\n%s", out.String())
+	}
+}

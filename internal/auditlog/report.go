@@ -123,6 +123,28 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			r.writeCall(ew, c, o)
 		}
 	}
+	var withheld []*Record
+	for i := range r.Events {
+		if len(r.Events[i].PolicyFiltered) > 0 {
+			withheld = append(withheld, &r.Events[i])
+		}
+	}
+	if len(withheld) > 0 {
+		fmt.Fprintf(ew, "\ntools withheld by tool policy (%d requests):\n", len(withheld))
+		for _, e := range withheld {
+			agent := e.ClawID
+			if agent == "" {
+				agent = NoAgent
+			}
+			for _, f := range e.PolicyFiltered {
+				line := fmt.Sprintf("  %s  %s  %s  rules %s", stamp(e.TS), agent, f.Tool, strings.Join(f.Rules, ","))
+				if f.Error != "" {
+					line += "  (failed: " + cut(f.Error, o.Full) + ")"
+				}
+				fmt.Fprintln(ew, line)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		fmt.Fprintf(ew, "\nerrors (%d):\n", len(errs))
 		for _, e := range errs {
