@@ -83,7 +83,8 @@ var (
 // env is the one CEL environment of tool policy.
 func env() (*cel.Env, error) {
 	envOnce.Do(func() {
-		envVal, envErr = cel.NewEnv(
+		opts := []cel.EnvOption{
+			stdLibWithoutZones(),
 			ext.NativeTypes(ext.ParseStructTags(true), reflect.TypeFor[Agent](), reflect.TypeFor[Tool](), reflect.TypeFor[Session]()),
 			cel.Variable("now", cel.TimestampType),
 			cel.Variable("agent", cel.ObjectType("policy.Agent")),
@@ -91,7 +92,8 @@ func env() (*cel.Env, error) {
 			cel.Variable("feeds", cel.MapType(cel.StringType, cel.DynType)),
 			cel.Variable("session", cel.ObjectType("policy.Session")),
 			ext.Strings(),
-		)
+		}
+		envVal, envErr = cel.NewCustomEnv(append(opts, zoneFunctions()...)...)
 	})
 	return envVal, envErr
 }

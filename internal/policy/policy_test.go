@@ -158,3 +158,36 @@ func BenchmarkRequest50Tools10Rules(b *testing.B) {
 		}
 	}
 }
+
+// The zone-taking accessors give CEL's results (0-based month and day of
+// month, 1-based date, offsets as well as names).
+func TestZoneAccessors(t *testing.T) {
+	at := time.Date(2026, 3, 1, 2, 30, 15, 250e6, time.UTC) // 1 March, 02:30:15.250 UTC
+	for expr, want := range map[string]bool{
+		`now.getHours("America/New_York") == 21`:      true, // 28 February, 21:30 in New York
+		`now.getDate("America/New_York") == 28`:       true,
+		`now.getDayOfMonth("America/New_York") == 27`: true,
+		`now.getMonth("America/New_York") == 1`:       true, // February
+		`now.getFullYear("+05:30") == 2026`:           true,
+		`now.getMinutes("+05:30") == 0`:               true, // 08:00 in India
+		`now.getMinutes("-03:30") == 0`:               true, // 23:00 the day before
+		`now.getDayOfYear("UTC") == 59`:               true,
+		`now.getDayOfWeek("UTC") == 0`:                true, // Sunday
+		`now.getSeconds("Europe/Paris") == 15`:        true,
+		`now.getMilliseconds("Asia/Tokyo") == 250`:    true,
+		`now.getHours() == 2`:                         true, // UTC, no zone: CEL's own
+	} {
+		r, err := Compile(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		got, err := r.Eval(&Input{Now: at}, nil)
+		if err != nil || got != want {
+			t.Errorf("%s = %v, %v", expr, got, err)
+		}
+	}
+	r, _ := Compile(`now.getHours("Mars/Olympus") == 1`)
+	if _, err := r.Eval(&Input{Now: at}, nil); err == nil {
+		t.Error("an unknown zone must fail (and so deny)")
+	}
+}
