@@ -105,8 +105,10 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		return err
 	}
 	defer srv.Close()
+	ln = framingListener{ln}
 	hs := &http.Server{
-		Handler: srv,
+		Handler:     closeAmbiguous(srv),
+		ConnContext: framingContext,
 		// No ReadTimeout or WriteTimeout: streams run for minutes. The
 		// header read is bounded here, the body by the proxy itself.
 		ReadHeaderTimeout: 10 * time.Second,
