@@ -63,7 +63,23 @@ type Store struct {
 	entries map[string]*list.Element
 	lru     *list.List // front = most recently used
 	bytes   int64      // sum of the entries' sizes
+	// marks remembers the ambiguity marks that size or count pressure
+	// evicted (key -> when marked), oldest first in markOrder, so a key
+	// two conversations claimed stays unrestorable for as long as a mark
+	// would have lived; bounded by maxMarks, and kept in memory only.
+	marks     map[string]*list.Element
+	markOrder *list.List
 }
+
+// markEntry is a remembered ambiguity mark.
+type markEntry struct {
+	key  string
+	used time.Time
+}
+
+// maxMarksPerEntry bounds the remembered marks as a multiple of the entry
+// bound (a mark costs its key: tens of bytes).
+const maxMarksPerEntry = 4
 
 type storeEntry struct {
 	key  string
@@ -127,7 +143,7 @@ const (
 // OpenStore opens a store, indexing the entries a directory already holds.
 func OpenStore(o StoreOptions) (*Store, error) {
 	s := &Store{dir: o.Dir, max: o.MaxEntries, maxBytes: o.MaxBytes, maxEntryBytes: o.MaxEntryBytes, maxAge: o.MaxAge, now: o.Now,
-		entries: map[string]*list.Element{}, lru: list.New()}
+		entries: map[string]*list.Element{}, lru: list.New(), marks: map[string]*list.Element{}, markOrder: list.New()}
 	if s.max <= 0 {
 		s.max = DefaultContinuityMaxEntries
 	}
@@ -305,6 +321,13 @@ func (s *Store) put(key string, f storeFile, once bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	el, exists := s.liveLocked(key)
+	if once && !exists && s.markedLocked(key) {
+		// An evicted mark still guards its key: the claim is ambiguous
+		// again, and the mark is an entry again.
+		el = s.lru.PushFront(&storeEntry{key: key, used: f.Stored})
+		s.entries[key] = el
+		exists = true
+	}
 	if once && exists {
 		if tmp != "" {
 			_ = os.Remove(tmp)
@@ -415,7 +438,11 @@ func (s *Store) Bytes() int64 {
 
 func (s *Store) evictLocked() {
 	for s.lru.Len() > s.max || s.bytes > s.maxBytes {
-		s.removeLocked(s.lru.Back())
+		el := s.lru.Back()
+		if e := el.Value.(*storeEntry); e.ambiguous {
+			s.rememberMarkLocked(e.key, e.used)
+		}
+		s.removeLocked(el)
 	}
 	now := s.now()
 	for el := s.lru.Back(); el != nil; el = s.lru.Back() {
@@ -424,6 +451,31 @@ func (s *Store) evictLocked() {
 		}
 		s.removeLocked(el)
 	}
+}
+
+// rememberMarkLocked keeps an evicted mark's key.
+func (s *Store) rememberMarkLocked(key string, used time.Time) {
+	if el, ok := s.marks[key]; ok {
+		s.markOrder.Remove(el)
+	}
+	s.marks[key] = s.markOrder.PushBack(&markEntry{key: key, used: used})
+	for s.markOrder.Len() > s.max*maxMarksPerEntry {
+		oldest := s.markOrder.Front()
+		s.markOrder.Remove(oldest)
+		delete(s.marks, oldest.Value.(*markEntry).key)
+	}
+}
+
+// markedLocked reports whether key has a remembered mark not yet aged
+// out (an aged one is dropped).
+func (s *Store) markedLocked(key string) bool {
+	el, ok := s.marks[key]
+	if !ok {
+		return false
+	}
+	s.markOrder.Remove(el)
+	delete(s.marks, key)
+	return s.now().Sub(el.Value.(*markEntry).used) <= s.maxAge
 }
 
 func (s *Store) removeLocked(el *list.Element) {

@@ -291,3 +291,36 @@ func TestStorePutOnceMarksAmbiguousKeys(t *testing.T) {
 		})
 	}
 }
+
+// A mark evicted by count or size pressure still guards its key: a later
+// claim of it is ambiguous, not a fresh entry another conversation with
+// the same transcript could restore; a mark past the store's age is
+// forgotten like an entry.
+func TestStoreEvictedMarkStillGuards(t *testing.T) {
+	now := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	s, err := OpenStore(StoreOptions{MaxEntries: 2, MaxAge: time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.PutOnce("k", msgs("conversation 1"))
+	if err := s.PutOnce("k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
+		t.Fatal(err)
+	}
+	_ = s.Put("x", msgs("x"))
+	_ = s.Put("y", msgs("y")) // the mark is the least recently used: evicted
+	if s.Len() != 2 {
+		t.Fatalf("Len = %d", s.Len())
+	}
+	if err := s.PutOnce("k", msgs("conversation 3")); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("a claim of a key whose mark was evicted: %v, want ErrAmbiguous", err)
+	}
+	if _, ok := s.Get("k"); ok {
+		t.Fatal("the key restored messages")
+	}
+	_ = s.Put("z", msgs("z"))
+	_ = s.Put("w", msgs("w")) // evicted again
+	now = now.Add(2 * time.Hour)
+	if err := s.PutOnce("k", msgs("much later")); err != nil {
+		t.Fatalf("a mark past the store's age must be forgotten: %v", err)
+	}
+}
