@@ -23,7 +23,9 @@ test:
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip BenchmarkFloor -benchmem $(PKGS)
+	@# Last: cllama against a bare reverse proxy, same run, as a summary table.
+	$(GO) test -run '^$$' -bench BenchmarkFloor -benchtime 2000x ./internal/proxy/
 
 FUZZTIME ?= 20s
 fuzz:
