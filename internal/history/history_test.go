@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -116,5 +117,49 @@ func TestLineList(t *testing.T) {
 		if got := LineList(c.at, c.total); got != c.want {
 			t.Errorf("LineList(%v, %d) = %q, want %q", c.at, c.total, got, c.want)
 		}
+	}
+}
+
+// A large body spliced into a line reads back exactly as encoding/json
+// would have written it (compact input), or as it was sent (a body with
+// spaces keeps them); a body on several lines, or not valid JSON, is
+// encoded the safe way; every line is one valid JSON document.
+func TestLargeBodiesSpliced(t *testing.T) {
+	pad := strings.Repeat("é<&>\\u00e9 \\\"x\\\" ", 200)
+	for name, body := range map[string]string{
+		"compact":   `{"model":"m","messages":[{"role":"user","content":"` + pad + `"}]}`,
+		"spaces":    `{ "model": "m", "messages": [ {"role": "user", "content": "` + pad + `"} ] }`,
+		"multiline": "{\n  \"model\": \"m\",\n  \"content\": \"" + pad + "\"\n}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := Entry{ID: "r1", AgentID: "a", Request: json.RawMessage(body), Response: json.RawMessage(body)}
+			line, err := encodeLine(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Count(line, []byte("\n")) != 1 || !json.Valid(line) {
+				t.Fatalf("not one JSON line: %q", line[:80])
+			}
+			var back Entry
+			if err := json.Unmarshal(line, &back); err != nil {
+				t.Fatal(err)
+			}
+			var want, got1, got2 bytes.Buffer
+			_ = json.Compact(&want, []byte(body))
+			_ = json.Compact(&got1, back.Request)
+			_ = json.Compact(&got2, back.Response)
+			if got1.String() != want.String() || got2.String() != want.String() {
+				t.Fatal("the body did not survive")
+			}
+			if name == "compact" || name == "spaces" {
+				if string(back.Request) != body {
+					t.Fatalf("a one-line body must be kept as sent")
+				}
+			}
+		})
+	}
+	// Not JSON (a caller's mistake): encoding/json refuses it, as before.
+	if _, err := encodeLine(Entry{ID: "r2", Request: json.RawMessage(`{"a":` + strings.Repeat("1", 2000))}); err == nil {
+		t.Fatal("an invalid body was written")
 	}
 }

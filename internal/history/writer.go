@@ -1,6 +1,8 @@
 package history
 
 import (
+	"github.com/clawdapus/clawgo/internal/jsontop"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -300,13 +302,60 @@ func encodeLine(e Entry) ([]byte, error) {
 	// No HTML escaping: requests and responses are kept as received, and
 	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
 	// past what readers accept (MaxLineBytes).
+	// The request and response bodies are most of a line. encoding/json
+	// would compact and re-validate each byte of them; a body that is one
+	// line already and valid JSON (what the proxy hands over: it checked
+	// it at the edge) is spliced in as it is, after one fast check.
+	req, resp := e.Request, e.Response
+	spliceReq, spliceResp := spliceable(req), spliceable(resp)
+	if spliceReq {
+		e.Request = placeholder
+	}
+	if spliceResp {
+		e.Response = placeholder
+	}
 	var buf bytes.Buffer
+	buf.Grow(len(req) + len(resp) + 512)
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
 		return nil, fmt.Errorf("history: encode entry %s: %w", e.ID, err)
 	}
-	return buf.Bytes(), nil
+	line := buf.Bytes()
+	if spliceReq {
+		line = splice(line, `"request":0`, `"request":`, req)
+	}
+	if spliceResp {
+		line = splice(line, `"response":0`, `"response":`, resp)
+	}
+	return line, nil
+}
+
+// placeholder stands in for a body spliced in after encoding.
+var placeholder = json.RawMessage("0")
+
+// spliceMin is the smallest body worth splicing.
+const spliceMin = 1 << 10
+
+// spliceable reports whether raw can go into a line as it is: large
+// enough to matter, on one line (no raw CR or LF: inside JSON strings
+// they are escaped, so any is whitespace a line cannot hold) and valid.
+func spliceable(raw json.RawMessage) bool {
+	return len(raw) >= spliceMin && !bytes.ContainsAny(raw, "\r\n") && jsontop.Valid(raw)
+}
+
+// splice replaces the first occurrence of key+"0" with key+raw. The key
+// appears once unescaped in a line: inside strings quotes are escaped.
+func splice(line []byte, marker, key string, raw json.RawMessage) []byte {
+	i := bytes.Index(line, []byte(marker))
+	if i < 0 {
+		return line // cannot happen: the marker was encoded above
+	}
+	out := make([]byte, 0, len(line)+len(raw))
+	out = append(out, line[:i]...)
+	out = append(out, key...)
+	out = append(out, bytes.TrimSpace(raw)...)
+	return append(out, line[i+len(marker):]...)
 }
 
 // validUTF8 replaces each byte of e that is not part of valid UTF-8 with
