@@ -44,6 +44,11 @@ type Entry struct {
 	// is always valid UTF-8, and says when it is not byte for byte what
 	// was exchanged.
 	UTF8Replaced int `json:"utf8_replaced,omitempty"`
+	// BodiesValid tells the writer that Request and Response are valid
+	// JSON already (the proxy validated the request at its edge and
+	// renders or checks every response): it need not check them again.
+	// Never written.
+	BodiesValid bool `json:"-"`
 }
 
 // FormatMCP is the Format of a native call's entry: one tools/call on

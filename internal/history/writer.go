@@ -307,7 +307,7 @@ func encodeLine(e Entry) ([]byte, error) {
 	// line already and valid JSON (what the proxy hands over: it checked
 	// it at the edge) is spliced in as it is, after one fast check.
 	req, resp := e.Request, e.Response
-	spliceReq, spliceResp := spliceable(req), spliceable(resp)
+	spliceReq, spliceResp := spliceable(req, e.BodiesValid), spliceable(resp, e.BodiesValid)
 	if spliceReq {
 		e.Request = placeholder
 	}
@@ -340,8 +340,8 @@ const spliceMin = 1 << 10
 // spliceable reports whether raw can go into a line as it is: large
 // enough to matter, on one line (no raw CR or LF: inside JSON strings
 // they are escaped, so any is whitespace a line cannot hold) and valid.
-func spliceable(raw json.RawMessage) bool {
-	return len(raw) >= spliceMin && !bytes.ContainsAny(raw, "\r\n") && jsontop.Valid(raw)
+func spliceable(raw json.RawMessage, valid bool) bool {
+	return len(raw) >= spliceMin && !bytes.ContainsAny(raw, "\r\n") && (valid || jsontop.Valid(raw))
 }
 
 // splice replaces the first occurrence of key+"0" with key+raw. The key

@@ -1,7 +1,8 @@
 package mediate
 
 import (
-	"encoding/json"
+	"github.com/clawdapus/clawgo/internal/jsontop"
+
 	"fmt"
 	"net/http"
 	"time"
@@ -41,8 +42,11 @@ func (m *Mediator) record(t *turn, out outcome) {
 	} else {
 		e.LatencyMS = m.opt.Now().Sub(x.Start).Milliseconds()
 	}
-	if json.Valid(x.Original) {
-		e.Request = x.Original
+	// The request is kept when it is JSON (the edge validated it; a
+	// Mediator used without the edge checks here), and the response is
+	// one cllama rendered: the writer need not check either again.
+	if jsontop.Valid(x.Original) {
+		e.Request, e.BodiesValid = x.Original, true
 	}
 	if out.fail != nil {
 		e.Status, e.StatusCode, e.Error = history.StatusError, out.fail.status, out.fail.msg

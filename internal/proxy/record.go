@@ -73,6 +73,9 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, 
 		Request:    x.Original,
 		Usage:      history.Usage{PromptTokens: u.Prompt(), CompletionTokens: u.Output},
 		Error:      note,
+		// The request passed the edge's validation; the response is set
+		// below only once checked (or quoted).
+		BodiesValid: true,
 	}
 	switch {
 	case len(response) == 0:
