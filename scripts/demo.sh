@@ -68,7 +68,7 @@ cllama_ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}
 shown=""
 for ip in $cllama_ip; do
   if out=$(curl -fsS -m 3 "http://$ip:9090/metrics" 2>/dev/null); then
-    echo "$out" | grep -E '^cllama_(requests_total|tool_calls_total|tokens_total)\{' | head -12
+    echo "$out" | grep -E '^cllama_(requests_total|tool_calls_total)\{' | head -16
     shown=1; break
   fi
 done

@@ -260,6 +260,9 @@ func TestNativeAndMediatedCallsInOneTable(t *testing.T) {
 			t.Errorf("text report lacks %q:\n%s", want, out.String())
 		}
 	}
+	if strings.Contains(out.String(), "request m1, round tokens") {
+		t.Errorf("a native call shows model round tokens:\n%s", out.String())
+	}
 }
 
 // A request that withheld tools by policy says so in the text report.

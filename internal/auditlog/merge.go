@@ -107,6 +107,10 @@ func HistoryCalls(e history.Entry) []Record {
 				DuplicateOfRound: c.DuplicateOfRound,
 				Source:           SourceHistory,
 			}
+			if e.Format == history.FormatMCP {
+				// A native call has no model round: no round tokens.
+				rec.RoundTokensIn, rec.RoundTokensOut = nil, nil
+			}
 			out = append(out, rec)
 		}
 	}
