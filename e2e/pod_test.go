@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -127,7 +128,7 @@ func startPod(t *testing.T, example, extraServices string) *pod {
 	}
 
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "examples", example))); err != nil {
+	if err := copyExample(dir, filepath.Join(root, "examples", example)); err != nil {
 		t.Fatal(err)
 	}
 	var suffix [4]byte
@@ -260,4 +261,40 @@ func jsonLines[T any](text string) []T {
 		}
 	}
 	return out
+}
+
+// copyExample copies an example pod's sources, leaving out what a run of it
+// left behind (make demo, claw up in the example directory): its compiled
+// context, provider keys, generated compose file and history, whose
+// continuity state would otherwise meet this run's identical conversations.
+func copyExample(dst, src string) error {
+	skip := map[string]bool{".claw-runtime": true, ".claw-auth": true, "compose.generated.yml": true}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if skip[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	})
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: build the images, bring the example trading-desk pod up, let the
-# two governed agents run their conversations, then show what happened — the
+# four governed agents run their conversations, then show what happened — the
 # transcripts, the audit table, and what the trading-api received — and take
 # the pod down again (also on failure or Ctrl-C).
 set -euo pipefail
@@ -22,6 +22,11 @@ make -s build
 scripts/images.sh
 
 cd "$pod_dir"
+# The agents hold the same scripted conversations on every run. cllama does
+# not restore hidden tool rounds across two conversations that look the same
+# (README "continuity"), so a previous run's continuity state would turn this
+# run's off: start it fresh (history itself is kept; the audit shows this run).
+rm -rf .claw-runtime/history/.continuity
 cleanup() { echo "== claw down"; "$claw" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
