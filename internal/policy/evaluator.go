@@ -37,16 +37,18 @@ func NewEvaluator() *Evaluator {
 type compiled struct {
 	rules map[string]*Rule
 	errs  map[string]error
-	// views are the manifest's tools as expressions see them, built once.
-	views sync.Map // *manifest.Tool -> *Tool
+	// views are the manifest's tools (by their address in m.Tools) as
+	// expressions see them, built once with the rules and never changed.
+	// A tool from elsewhere gets a view of its own on each evaluation, so
+	// the map is bounded by the manifest.
+	views map[*manifest.Tool]*Tool
 }
 
 func (c *compiled) view(t *manifest.Tool) *Tool {
-	if v, ok := c.views.Load(t); ok {
-		return v.(*Tool)
+	if v, ok := c.views[t]; ok {
+		return v
 	}
-	v, _ := c.views.LoadOrStore(t, toolView(t))
-	return v.(*Tool)
+	return toolView(t)
 }
 
 func (e *Evaluator) rules(m *manifest.Tools) *compiled {
@@ -57,7 +59,12 @@ func (e *Evaluator) rules(m *manifest.Tools) *compiled {
 	if ok {
 		return c
 	}
-	c = &compiled{rules: map[string]*Rule{}, errs: map[string]error{}}
+	c = &compiled{rules: map[string]*Rule{}, errs: map[string]error{}, views: map[*manifest.Tool]*Tool{}}
+	for i := range m.Tools {
+		if t := &m.Tools[i]; len(t.When) > 0 {
+			c.views[t] = toolView(t)
+		}
+	}
 	for _, r := range m.Rules {
 		prg, err := Compile(r.When)
 		if err != nil {

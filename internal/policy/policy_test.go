@@ -144,9 +144,13 @@ func BenchmarkRequest50Tools10Rules(b *testing.B) {
 	for i, e := range exprs {
 		m.Rules = append(m.Rules, manifest.Rule{ID: fmt.Sprintf("r%d", i+1), When: e})
 	}
-	var tools []*manifest.Tool
+	// The tools are the manifest's own, as cllama passes them.
 	for i := range 50 {
-		tools = append(tools, tool(fmt.Sprintf("svc.t%d", i), i%2 == 0, fmt.Sprintf("r%d", i%10+1), fmt.Sprintf("r%d", (i+3)%10+1)))
+		m.Tools = append(m.Tools, *tool(fmt.Sprintf("svc.t%d", i), i%2 == 0, fmt.Sprintf("r%d", i%10+1), fmt.Sprintf("r%d", (i+3)%10+1)))
+	}
+	tools := make([]*manifest.Tool, len(m.Tools))
+	for i := range m.Tools {
+		tools[i] = &m.Tools[i]
 	}
 	ev := NewEvaluator()
 	in := Input{Now: time.Now(), Agent: Agent{ID: "a"}, Feeds: map[string]any{"alerts": map[string]any{"level": "ok"}}, Session: Session{Called: []string{"x"}, Rounds: 2}}
@@ -189,5 +193,29 @@ func TestZoneAccessors(t *testing.T) {
 	r, _ := Compile(`now.getHours("Mars/Olympus") == 1`)
 	if _, err := r.Eval(&Input{Now: at}, nil); err == nil {
 		t.Error("an unknown zone must fail (and so deny)")
+	}
+}
+
+// The views of tools are built with the rules, for the manifest's own
+// tools; a tool from elsewhere is evaluated all the same but adds nothing
+// to what the evaluator keeps.
+func TestToolViewsBounded(t *testing.T) {
+	m := &manifest.Tools{Rules: []manifest.Rule{{ID: "r1", When: `tool.service == "a"`}}}
+	m.Tools = []manifest.Tool{*tool("a.x", true, "r1"), *tool("a.y", true)}
+	ev := NewEvaluator()
+	r := ev.For(m, Input{})
+	if ok, _ := r.Allowed(&m.Tools[0]); !ok {
+		t.Fatal("a.x: tool.service is a")
+	}
+	for range 100 {
+		if ok, _ := r.Allowed(tool("a.z", true, "r1")); !ok {
+			t.Fatal("a.z: tool.service is a")
+		}
+		if ok, _ := r.Allowed(tool("b.z", true, "r1")); ok {
+			t.Fatal("b.z: tool.service is b")
+		}
+	}
+	if n := len(ev.rules(m).views); n != 1 {
+		t.Errorf("%d views kept, want 1 (the manifest's tool under a rule)", n)
 	}
 }
