@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -187,14 +186,13 @@ func toolView(t *manifest.Tool) *Tool {
 }
 
 // FeedValue is a feed body as an expression sees it: parsed JSON when it
-// is JSON, else the text.
+// is JSON (an object or array, and also a bare string, number, true,
+// false or null), else the text. JSON numbers are doubles, which CEL
+// compares with ints (feeds.alerts.count > 3).
 func FeedValue(body []byte) any {
-	t := bytes.TrimSpace(body)
-	if len(t) > 0 && (t[0] == '{' || t[0] == '[' || t[0] == '"') {
-		var v any
-		if json.Unmarshal(t, &v) == nil {
-			return v
-		}
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		return v
 	}
 	return string(body)
 }

@@ -219,3 +219,37 @@ func TestToolViewsBounded(t *testing.T) {
 		t.Errorf("%d views kept, want 1 (the manifest's tool under a rule)", n)
 	}
 }
+
+// A feed body is parsed when it is JSON, any JSON; otherwise it is text.
+func TestFeedValue(t *testing.T) {
+	for body, want := range map[string]any{
+		`{"level":"critical"}`: map[string]any{"level": "critical"},
+		" [1, 2]\n":            []any{1.0, 2.0},
+		`"halt"`:               "halt",
+		`42`:                   42.0,
+		`true`:                 true,
+		`null`:                 nil,
+		`level: critical`:      "level: critical",
+		`{"level":`:            `{"level":`,
+		"":                     "",
+	} {
+		if got := FeedValue([]byte(body)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("FeedValue(%q) = %#v, want %#v", body, got, want)
+		}
+	}
+	for expr, want := range map[string]bool{
+		`feeds.n > 3 && feeds.n == 42`:               true,
+		`feeds.o.count >= 5 && feeds.o.ok`:           true,
+		`feeds.text.startsWith("all quiet")`:         true,
+		`!has(feeds.absent) && !("absent" in feeds)`: true,
+	} {
+		r, err := Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feeds := map[string]any{"n": FeedValue([]byte("42\n")), "o": FeedValue([]byte(`{"count": 5, "ok": true}`)), "text": FeedValue([]byte("all quiet\n"))}
+		if got, err := r.Eval(&Input{Feeds: feeds}, nil); err != nil || got != want {
+			t.Errorf("%s = %v, %v", expr, got, err)
+		}
+	}
+}
