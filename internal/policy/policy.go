@@ -42,7 +42,9 @@ import (
 const MaxExprBytes = 4096
 
 // CostLimit bounds one evaluation (cel-go's cost units: roughly one per
-// operation, more per element of a list or string traversed).
+// operation, more per element of a list or string traversed or copied,
+// also on dyn values such as feeds; see dynamicCost). An evaluation that
+// reaches it fails, which denies.
 const CostLimit = 100_000
 
 // Agent is `agent` in an expression.
@@ -133,7 +135,7 @@ func Compile(expr string) (*Rule, error) {
 	if !ast.OutputType().IsExactType(types.BoolType) {
 		return nil, fmt.Errorf("the expression gives %s; it must give a bool", ast.OutputType())
 	}
-	prg, err := e.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+	prg, err := e.Program(ast, cel.CostLimit(CostLimit), cel.CostTracking(dynamicCost{}))
 	if err != nil {
 		return nil, err
 	}
