@@ -88,7 +88,7 @@ func (e *Evaluator) rules(m *manifest.Tools) *compiled {
 }
 
 // Request evaluates the rules of one request: results of rules that do
-// not look at the tool are shared by every tool.
+// not look at the tool are shared by every tool. It is for one goroutine.
 type Request struct {
 	c      *compiled
 	in     *Input
@@ -103,6 +103,18 @@ type result struct {
 // For starts the evaluation of manifest m's rules against in.
 func (e *Evaluator) For(m *manifest.Tools, in Input) *Request {
 	return &Request{c: e.rules(m), in: &in}
+}
+
+// Filter is For(m, in).Filter(tools): tools (m's) split into those
+// available under in and the denials of the rest.
+func (e *Evaluator) Filter(m *manifest.Tools, tools []*manifest.Tool, in Input) (available []*manifest.Tool, denied []Denial) {
+	return e.For(m, in).Filter(tools)
+}
+
+// Allowed is For(m, in).Allowed(t): whether t (m's) is available under
+// in, and otherwise why not.
+func (e *Evaluator) Allowed(m *manifest.Tools, t *manifest.Tool, in Input) (bool, Denial) {
+	return e.For(m, in).Allowed(t)
 }
 
 // Allowed reports whether t is available, and otherwise why not.

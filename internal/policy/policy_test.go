@@ -95,6 +95,15 @@ func TestUnionAndFailClosed(t *testing.T) {
 	if len(av) != 1 || av[0].Name != "a.y" || len(den) != 1 || den[0].Tool != "a.x" {
 		t.Errorf("filter: %v %+v", av, den)
 	}
+	// The one-shot forms say the same.
+	ev := NewEvaluator()
+	av, den = ev.Filter(m, []*manifest.Tool{tool("a.x", true, "r1"), tool("a.y", true, "r3")}, Input{})
+	if len(av) != 1 || av[0].Name != "a.y" || len(den) != 1 || den[0].Tool != "a.x" || den[0].Rules[0] != "r1" {
+		t.Errorf("Evaluator.Filter: %v %+v", av, den)
+	}
+	if ok, d := ev.Allowed(m, tool("a.t", true, "r2"), Input{}); ok || d.Err == nil {
+		t.Errorf("Evaluator.Allowed: %v %+v", ok, d)
+	}
 }
 
 // Compile-time checks name the problem and its position.
