@@ -2,7 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,5 +298,59 @@ func TestFeedValue(t *testing.T) {
 		if got, err := r.Eval(&Input{Feeds: feeds}, nil); err != nil || got != want {
 			t.Errorf("%s = %v, %v", expr, got, err)
 		}
+	}
+}
+
+// Requests of many goroutines share one compilation per manifest, and a
+// manifest no longer used takes its compiled rules with it.
+func TestEvaluatorCache(t *testing.T) {
+	ev := NewEvaluator()
+	newManifest := func() *manifest.Tools {
+		m := &manifest.Tools{Rules: []manifest.Rule{{ID: "r1", When: afterContext}, {ID: "r2", When: noSideEffectsInAlert}}}
+		m.Tools = []manifest.Tool{*tool("trading-api.execute_trade", false, "r1", "r2"), *tool("trading-api.get_market_context", true)}
+		return m
+	}
+	m := newManifest()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			// Even goroutines: the context was read, the trade is
+			// offered. Odd: it was not and an alert is critical, so it
+			// is not.
+			in, want := Input{Session: Session{Called: []string{"trading-api.get_market_context"}}}, 2
+			if g%2 == 1 {
+				in, want = Input{Feeds: map[string]any{"alerts": map[string]any{"level": "critical"}}}, 1
+			}
+			for range 100 {
+				if av, _ := ev.Filter(m, []*manifest.Tool{&m.Tools[0], &m.Tools[1]}, in); len(av) != want {
+					t.Errorf("goroutine %d: %d available, want %d", g, len(av), want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	first := ev.rules(m)
+	if ev.rules(m) != first {
+		t.Fatal("a manifest's rules are compiled once")
+	}
+	for range 10 {
+		ev.For(newManifest(), Input{})
+	}
+	runtime.KeepAlive(m)
+	m = nil
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		ev.mu.Lock()
+		n := len(ev.cache)
+		ev.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d manifests' rules kept after they were dropped", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
