@@ -46,7 +46,10 @@ func Summary(r *Result) string {
 		if len(a.rules) > 0 {
 			fmt.Fprintf(&w, "  rules (%d):\n", len(a.rules))
 			for _, r := range a.rules {
-				fmt.Fprintf(&w, "    %s: %s\n      (%s)\n", r.ID, r.When, r.Source)
+				// A multi-line expression (`when: |`) keeps its lines,
+				// indented under the first.
+				when := strings.ReplaceAll(strings.TrimRight(r.When, " \t\r\n"), "\n", "\n      ")
+				fmt.Fprintf(&w, "    %s: %s\n      (%s)\n", r.ID, when, r.Source)
 			}
 		}
 		if len(a.Feeds) == 0 {
