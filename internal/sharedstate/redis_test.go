@@ -19,9 +19,9 @@ import (
 	"github.com/clawdapus/clawgo/internal/owners"
 )
 
-// redisURL starts a redis-server of the test's own, or skips when the
-// binary is missing (.ci/run installs it).
-func redisURL(tb testing.TB) string {
+// redisURL starts a redis-server of the test's own, with extra arguments,
+// or skips when the binary is missing (.ci/run installs it).
+func redisURL(tb testing.TB, extra ...string) string {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -33,7 +33,8 @@ func redisURL(tb testing.TB) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
