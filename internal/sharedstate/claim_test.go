@@ -221,3 +221,33 @@ func TestMarksSurviveEviction(t *testing.T) {
 		t.Fatalf("a marked key was claimed afresh after eviction: %v", err)
 	}
 }
+
+// GetMany answers each key as Get does (found, missing, marked) in one
+// round trip, and refreshes the TTL of what it found.
+func TestGetManyAsGet(t *testing.T) {
+	c := open(t, redisURL(t))
+	s := NewContinuity(c, ContinuityOptions{Pod: "many", MaxAge: time.Hour})
+	_ = s.PutOnce("found", msgs("f"))
+	_ = s.PutOnce("marked", msgs("1"))
+	_ = s.PutOnce("marked", msgs("2"))
+	_ = s.PutOnce("also", msgs("a1", "a2"))
+	c.PExpire(context.Background(), s.prefix+"found", time.Minute)
+	keys := []string{"missing", "found", "marked", "also"}
+	got := s.GetMany(keys)
+	if len(got) != len(keys) {
+		t.Fatalf("%d answers for %d keys", len(got), len(keys))
+	}
+	if ttl := c.PTTL(context.Background(), s.prefix+"found").Val(); ttl < 59*time.Minute {
+		t.Errorf("TTL after GetMany %v, want it refreshed to an hour", ttl)
+	}
+	for i, k := range keys {
+		m, ok := s.Get(k)
+		if ok != (got[i] != nil) || len(m) != len(got[i]) {
+			t.Errorf("%s: GetMany %v, Get %v %v", k, got[i], m, ok)
+		}
+	}
+	lost := NewContinuity(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1}), ContinuityOptions{})
+	if got := lost.GetMany(keys); len(got) != len(keys) || got[1] != nil {
+		t.Errorf("a lost Redis answered %v", got)
+	}
+}

@@ -77,7 +77,7 @@ type Continuity struct {
 	lenLast int
 }
 
-var _ mediate.ContinuityStore = (*Continuity)(nil)
+var _ mediate.ContinuityBatch = (*Continuity)(nil)
 
 // ContinuityOptions configure a Continuity.
 type ContinuityOptions struct {
@@ -136,6 +136,31 @@ func (s *Continuity) Get(key string) ([]json.RawMessage, bool) {
 	if err != nil {
 		return nil, false
 	}
+	return decode(b)
+}
+
+// GetMany implements mediate.ContinuityBatch: one pipeline of GETEX (each
+// found entry's TTL refreshed, as Get does), one round trip for every
+// assistant message of a conversation. An unreachable Redis finds none.
+func (s *Continuity) GetMany(keys []string) [][]json.RawMessage {
+	out := make([][]json.RawMessage, len(keys))
+	ctx, cancel := opCtx()
+	defer cancel()
+	cmds := make([]*redis.StringCmd, len(keys))
+	pipe := s.c.Pipeline()
+	for i, k := range keys {
+		cmds[i] = pipe.GetEx(ctx, s.prefix+k, s.ttl)
+	}
+	_, _ = pipe.Exec(ctx) // a missing key is redis.Nil in its own command
+	for i, c := range cmds {
+		if b, err := c.Bytes(); err == nil {
+			out[i], _ = decode(b)
+		}
+	}
+	return out
+}
+
+func decode(b []byte) ([]json.RawMessage, bool) {
 	var e entry
 	if json.Unmarshal(b, &e) != nil || len(e.Messages) == 0 {
 		return nil, false
