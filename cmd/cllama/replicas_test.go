@@ -258,7 +258,7 @@ func TestReplicasShareContinuity(t *testing.T) {
 	}
 
 	// History: one file per replica, read as one, in time order.
-	es, _, paths, err := history.ReadAgent(histDir, "analyst")
+	es, paths, err := history.ReadAgent(histDir, "analyst")
 	if err != nil || len(paths) != 3 || len(es) != 7 {
 		t.Fatalf("history: %d entries from %v: %v", len(es), paths, err)
 	}
