@@ -77,13 +77,17 @@ func historyRun(_ context.Context, f *Factory, opts *HistoryOptions) error {
 		}
 		return usageErrorf("%s: no agent %q in the compiled pod (agents: %s)", opts.File, opts.Agent, known)
 	}
-	entries, st, paths, err := history.ReadAgent(cp.historyDir(), opts.Agent)
+	// Every file of the agent: history.jsonl, and one per cllama replica
+	// when several share the directory.
+	entries, files, err := history.ReadAgent(cp.historyDir(), opts.Agent)
 	if err != nil {
 		return err
 	}
-	if st.Malformed > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s); a write cut short by a crash or a full disk leaves one\n",
-			strings.Join(paths, ", "), st.Malformed, lineWord(st.MalformedAt, st.Malformed))
+	for _, st := range files {
+		if st.Malformed > 0 {
+			fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s); a write cut short by a crash or a full disk leaves one\n",
+				st.Path, st.Malformed, lineWord(st.MalformedAt, st.Malformed))
+		}
 	}
 	entries = orderHistory(opts.Agent, entries)
 	entries, err = selectHistory(entries, opts.After, opts.Limit)

@@ -27,8 +27,10 @@ type SkippedLines struct {
 	At    []int
 }
 
-// ReadHistoryDir reads every <dir>/<agent-id>/history.jsonl, agents in
-// name order, each file oldest line first. A missing directory is an
+// ReadHistoryDir reads every agent's history under dir, agents in name
+// order: <agent-id>/history.jsonl and each cllama replica's
+// history.<replica>.jsonl, an agent's files merged by timestamp (one
+// file: oldest line first, as written). A missing directory is an
 // empty history. Directories that are not agent ids (cllama's
 // .continuity state) are skipped.
 func ReadHistoryDir(dir string) ([]history.Entry, HistoryDirStats, error) {

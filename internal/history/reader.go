@@ -107,27 +107,35 @@ func ReadFile(path string) ([]Entry, Stats, error) {
 	return out, st, nil
 }
 
-// ReadAgent reads every history file of an agent under dir (Paths): the
-// entries of all replicas, merged oldest first (entries of one time keep
-// their file order). Stats add up; Files says how many files were read.
-func ReadAgent(dir, agentID string) ([]Entry, Stats, []string, error) {
-	var st Stats
+// FileStats is what reading one of an agent's history files found.
+type FileStats struct {
+	Path string
+	Stats
+}
+
+// ReadAgent reads every history file of an agent under dir (Paths):
+// history.jsonl and each replica's, their entries merged oldest first
+// (entries of one time keep their file order; a single file is returned
+// in its own order). It says what it found in each file it read.
+func ReadAgent(dir, agentID string) ([]Entry, []FileStats, error) {
 	paths, err := Paths(dir, agentID)
 	if err != nil {
-		return nil, st, nil, err
+		return nil, nil, err
 	}
-	var out []Entry
+	var (
+		out   []Entry
+		files []FileStats
+	)
 	for _, p := range paths {
 		es, s, err := ReadFile(p)
-		st.Malformed += s.Malformed
-		st.MalformedAt = append(st.MalformedAt, s.MalformedAt...)
+		files = append(files, FileStats{Path: p, Stats: s})
 		if err != nil {
-			return nil, st, paths, err
+			return nil, files, err
 		}
 		out = append(out, es...)
 	}
 	if len(paths) > 1 {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Timestamp.Before(out[j].Timestamp) })
 	}
-	return out, st, paths, nil
+	return out, files, nil
 }

@@ -35,7 +35,7 @@ func TestReplicasWriteApartAndReadTogether(t *testing.T) {
 	if _, err := os.Stat(Path(dir, "scout")); err == nil {
 		t.Fatal("a replica wrote the shared history.jsonl")
 	}
-	es, _, paths, err := ReadAgent(dir, "scout")
+	es, paths, err := ReadAgent(dir, "scout")
 	if err != nil || len(paths) != 2 || len(es) != 4 {
 		t.Fatalf("read %d entries from %v: %v", len(es), paths, err)
 	}

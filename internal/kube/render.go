@@ -694,7 +694,11 @@ const StateImage = "redis:7-alpine"
 
 // stateStore renders the Redis cllama replicas share: no persistence
 // (continuity entries expire anyway; losing them costs the model a repeat
-// of hidden calls), bounded memory, least recently used keys going first.
+// of hidden calls), bounded memory. Under pressure the least recently used
+// keys that expire go first (volatile-lru): continuity entries and owners
+// of stored responses, never the continuity's ambiguity marks (a sorted
+// set without a TTL, bounded by cllama), which keep a key two
+// conversations claimed from being restored to either.
 func (r *renderer) stateStore() {
 	labels, selector := r.podLabels(RoleState, RoleState, "")
 	objLabels := map[string]string{LabelRole: RoleState, LabelService: RoleState}
@@ -709,7 +713,7 @@ func (r *renderer) stateStore() {
 			Name:            RoleState,
 			Image:           StateImage,
 			ImagePullPolicy: corev1.PullIfNotPresent,
-			Args:            []string{"--save", "", "--appendonly", "no", "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"},
+			Args:            []string{"--save", "", "--appendonly", "no", "--maxmemory", "256mb", "--maxmemory-policy", "volatile-lru"},
 			Ports:           []corev1.ContainerPort{{Name: "redis", ContainerPort: statePort, Protocol: corev1.ProtocolTCP}},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrName("redis")}},
 				PeriodSeconds: 10, TimeoutSeconds: 3},

@@ -99,6 +99,13 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 // restore inserts stored hidden rounds into msgs and returns the new
 // message list and the chain over the visible messages.
 func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
+	var get func(string) ([]json.RawMessage, bool)
+	if store != nil {
+		get = store.Get
+		if b, ok := store.(ContinuityBatch); ok {
+			get = prefetch(f, memo, b, agent, msgs)
+		}
+	}
 	c := chainSeed
 	out := msgs
 	copied := false
@@ -118,8 +125,8 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 			continue
 		}
 		c = c.next(canon.digest)
-		if canon.role == wire.RoleAssistant && store != nil {
-			if hidden, ok := store.Get(continuityKey(f.Name(), agent, c)); ok {
+		if canon.role == wire.RoleAssistant && get != nil {
+			if hidden, ok := get(continuityKey(f.Name(), agent, c)); ok {
 				if !copied {
 					out = make([]json.RawMessage, 0, len(msgs)+len(hidden))
 					out = append(out, msgs[:i]...)
@@ -137,4 +144,37 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		}
 	}
 	return out, c
+}
+
+// prefetch looks up, in one GetMany, the keys restore will ask for (the
+// chain at each assistant message, as restore computes it) and answers
+// restore's lookups from what it found.
+func prefetch(f wire.ToolLoop, memo *canonCache, store ContinuityBatch, agent string, msgs []json.RawMessage) func(string) ([]json.RawMessage, bool) {
+	c := chainSeed
+	var keys []string
+	for _, m := range msgs {
+		canon := canonOf(f, memo, m)
+		if canon.role == wire.RoleSystem || canon.role == wire.RolePrelude {
+			continue
+		}
+		c = c.next(canon.digest)
+		if canon.role == wire.RoleAssistant {
+			keys = append(keys, continuityKey(f.Name(), agent, c))
+		}
+	}
+	if len(keys) == 0 {
+		return func(string) ([]json.RawMessage, bool) { return nil, false }
+	}
+	found := store.GetMany(keys)
+	// restore asks for the keys in this order: a cursor finds each.
+	next := 0
+	return func(key string) ([]json.RawMessage, bool) {
+		for i := next; i < len(keys) && i < len(found); i++ {
+			if keys[i] == key {
+				next = i + 1
+				return found[i], len(found[i]) > 0
+			}
+		}
+		return nil, false
+	}
 }

@@ -242,6 +242,8 @@ type harnessOptions struct {
 	runner    toolexec.Runner
 	// maxEntryBytes is the continuity store's per-entry cap (0: default).
 	maxEntryBytes int64
+	// continuity replaces the store opened from stateDir.
+	continuity ContinuityStore
 }
 
 func newHarness(t *testing.T, k kit, o harnessOptions) *harness {
@@ -269,7 +271,7 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 	if ka == 0 {
 		ka = time.Hour
 	}
-	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes,
+	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
 		RetryBaseDelay: time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)

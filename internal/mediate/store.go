@@ -34,6 +34,17 @@ type ContinuityStore interface {
 
 var _ ContinuityStore = (*Store)(nil)
 
+// ContinuityBatch is a ContinuityStore that reads many keys in one go. A
+// request looks up every assistant message of its conversation; a store
+// across the network (one shared by replicas) answers them in one round
+// trip rather than one per message. Keys it does not find (or finds
+// ambiguous) are nil in the answer, and what it returns is what Get would
+// have, key by key.
+type ContinuityBatch interface {
+	ContinuityStore
+	GetMany(keys []string) [][]json.RawMessage
+}
+
 // Store holds continuity entries: hidden messages by key. It is bounded by
 // count, by total bytes (least recently used go first), by the size of one
 // entry and by age. Given a directory it keeps each entry in a file of its

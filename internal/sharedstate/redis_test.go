@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +18,9 @@ import (
 	"github.com/clawdapus/clawgo/internal/owners"
 )
 
-// redisURL starts a redis-server of the test's own, or skips when the
-// binary is missing (.ci/run installs it).
-func redisURL(tb testing.TB) string {
+// redisURL starts a redis-server of the test's own, with extra arguments,
+// or skips when the binary is missing (.ci/run installs it).
+func redisURL(tb testing.TB, extra ...string) string {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -33,7 +32,8 @@ func redisURL(tb testing.TB) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -118,39 +118,6 @@ func TestOpenAndLoss(t *testing.T) {
 		t.Fatal("a lost Redis returned an entry")
 	}
 }
-
-// BenchmarkTurnStore is a mediated turn's continuity cost: one Get and
-// one PutOnce of a typical hidden transcript (a round of two calls and
-// their results, ~3 KB), in the file store and in Redis, in one run.
-func BenchmarkTurnStore(b *testing.B) {
-	hidden := msgs(strings.Repeat("tool round ", 100), strings.Repeat("result ", 150), strings.Repeat("result ", 150))
-	url := redisURL(b)
-	c, err := Open(context.Background(), url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	file, err := mediate.OpenStore(mediate.StoreOptions{Dir: filepath.Join(b.TempDir(), "cont")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for name, s := range map[string]mediate.ContinuityStore{"file": file, "redis": NewContinuity(c, ContinuityOptions{Pod: "bench"})} {
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				benchKeys++
-				key := fmt.Sprintf("agent-%d", benchKeys)
-				s.Get(key)
-				if err := s.PutOnce(key, hidden); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// benchKeys numbers the keys of every benchmark run (a key is claimed
-// once).
-var benchKeys int
 
 // A response one replica saw created is its agent's on every replica.
 func TestOwnersAcrossReplicas(t *testing.T) {
