@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
-	"weak"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/snapcache"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
@@ -35,42 +33,16 @@ type catalog struct {
 	nativeMode map[string]*manifest.Tool
 }
 
-// catalogCache maps a manifest snapshot to its catalog. Keys are weak, so a
-// reloaded agent's old manifest and its catalog are dropped with it.
+// catalogCache maps a manifest snapshot to its catalog, for as long as
+// the snapshot lives.
 type catalogCache struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[manifest.Tools]]*catalog
+	c snapcache.Cache[manifest.Tools, *catalog]
 }
 
-func newCatalogCache() *catalogCache {
-	return &catalogCache{m: map[weak.Pointer[manifest.Tools]]*catalog{}}
-}
+func newCatalogCache() *catalogCache { return &catalogCache{} }
 
 func (cc *catalogCache) get(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) {
-	key := weak.Make(t)
-	cc.mu.Lock()
-	c, ok := cc.m[key]
-	cc.mu.Unlock()
-	if ok {
-		return c, nil
-	}
-	c, err := buildCatalog(t, formats)
-	if err != nil {
-		return nil, err
-	}
-	cc.mu.Lock()
-	if prev, ok := cc.m[key]; ok {
-		c = prev
-	} else {
-		cc.m[key] = c
-		runtime.AddCleanup(t, func(k weak.Pointer[manifest.Tools]) {
-			cc.mu.Lock()
-			delete(cc.m, k)
-			cc.mu.Unlock()
-		}, key)
-	}
-	cc.mu.Unlock()
-	return c, nil
+	return cc.c.Get(t, func() (*catalog, error) { return buildCatalog(t, formats) })
 }
 
 func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) {

@@ -3,11 +3,9 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"sync"
-	"weak"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/snapcache"
 )
 
 // Denial says why a tool is not available: the rules that were tried (none
@@ -22,14 +20,11 @@ type Denial struct {
 // manifest snapshot (a reloaded manifest is a new snapshot; its old
 // programs go with it). It is safe for concurrent use.
 type Evaluator struct {
-	mu    sync.Mutex
-	cache map[weak.Pointer[manifest.Tools]]*compiled
+	cache snapcache.Cache[manifest.Tools, *compiled]
 }
 
 // NewEvaluator returns an Evaluator.
-func NewEvaluator() *Evaluator {
-	return &Evaluator{cache: map[weak.Pointer[manifest.Tools]]*compiled{}}
-}
+func NewEvaluator() *Evaluator { return &Evaluator{} }
 
 // compiled is one manifest's rules, by id; a rule that does not compile
 // (a tools.json not written by this claw) keeps its error and denies.
@@ -51,14 +46,12 @@ func (c *compiled) view(t *manifest.Tool) *Tool {
 }
 
 func (e *Evaluator) rules(m *manifest.Tools) *compiled {
-	key := weak.Make(m)
-	e.mu.Lock()
-	c, ok := e.cache[key]
-	e.mu.Unlock()
-	if ok {
-		return c
-	}
-	c = &compiled{rules: map[string]*Rule{}, errs: map[string]error{}, views: map[*manifest.Tool]*Tool{}}
+	c, _ := e.cache.Get(m, func() (*compiled, error) { return compileRules(m), nil })
+	return c
+}
+
+func compileRules(m *manifest.Tools) *compiled {
+	c := &compiled{rules: map[string]*Rule{}, errs: map[string]error{}, views: map[*manifest.Tool]*Tool{}}
 	for i := range m.Tools {
 		if t := &m.Tools[i]; len(t.When) > 0 {
 			c.views[t] = toolView(t)
@@ -72,18 +65,6 @@ func (e *Evaluator) rules(m *manifest.Tools) *compiled {
 		}
 		c.rules[r.ID] = prg
 	}
-	e.mu.Lock()
-	if prev, ok := e.cache[key]; ok {
-		c = prev
-	} else {
-		e.cache[key] = c
-		runtime.AddCleanup(m, func(k weak.Pointer[manifest.Tools]) {
-			e.mu.Lock()
-			delete(e.cache, k)
-			e.mu.Unlock()
-		}, key)
-	}
-	e.mu.Unlock()
 	return c
 }
 

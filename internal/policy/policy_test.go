@@ -342,9 +342,7 @@ func TestEvaluatorCache(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		runtime.GC()
-		ev.mu.Lock()
-		n := len(ev.cache)
-		ev.mu.Unlock()
+		n := ev.cache.Len()
 		if n == 0 {
 			break
 		}
