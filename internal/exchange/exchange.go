@@ -35,7 +35,10 @@ type Exchange struct {
 	Stream        bool
 	// Original is the runner's body exactly as received.
 	Original []byte
-	// Body is the body to send upstream: model rewritten, then decorated.
+	// Body is the body to send upstream. The Decorator sees it with the
+	// runner's model; the edge then rewrites the model (to UpstreamModel)
+	// before a Mediator or a token count sees it, and a passthrough sends
+	// it as slices of the runner's bytes around the new model, uncopied.
 	// Stages replace it; they never mutate the slice in place.
 	Body []byte
 	// Send performs one upstream call with the provider's credentials and

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,13 +130,15 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		UpstreamModel: info.Upstream,
 		Stream:        info.Stream,
 		Original:      body,
-		Body:          rewriteModel(body, info),
+		// The model is rewritten last, as the body leaves (upstreamBody):
+		// a passthrough body is then sent without a copy.
+		Body: body,
 	}
 	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
 		span.SetAttributes(attribute.String("claw.agent", agent.ID), attribute.String("claw.format", string(format)),
 			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider))
 	}
-	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) {
+	sendParts := func(ctx context.Context, b [][]byte) (*http.Response, error) {
 		x.NoteSent(s.now())
 		ctx, span := tracing.Start(ctx, "chat "+info.Upstream, trace.SpanKindClient, attribute.String("gen_ai.request.model", info.Upstream))
 		defer span.End()
@@ -151,6 +154,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		}
 		return resp, err
 	}
+	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
 	if stored != nil {
 		x.Created = func(id string) { s.recordCreated(x, id) }
 	}
@@ -177,6 +181,14 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 			return
 		}
 	}
+	upstream, err := upstreamBody(x.Body, body, info)
+	if err != nil {
+		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
+		return
+	}
+	if count || mediated {
+		x.Body = slices.Concat(upstream...)
+	}
 	if count {
 		body := x.Body
 		if mediated {
@@ -197,7 +209,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		s.mediator.Mediate(w, r, x)
 		return
 	}
-	s.passthrough(w, r, f, x)
+	s.passthrough(w, r, f, x, func(ctx context.Context) (*http.Response, error) { return sendParts(ctx, upstream) })
 }
 
 // relayCount sends a token count upstream and relays the answer. A count

@@ -28,10 +28,10 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// passthrough sends x upstream once and relays the answer: status, filtered
-// headers and body, event by event for streams.
-func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange) {
-	resp, err := x.Send(r.Context(), x.Body)
+// passthrough sends x upstream once (send sends its body) and relays the
+// answer: status, filtered headers and body, event by event for streams.
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, send func(context.Context) (*http.Response, error)) {
+	resp, err := send(r.Context())
 	if err != nil {
 		s.upstreamFailed(w, r, f, x, err)
 		return

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
@@ -82,19 +84,43 @@ func scanRequest(body []byte) (requestInfo, error) {
 	return info, nil
 }
 
-// rewriteModel returns a body with the model value replaced by
-// info.Upstream; every other byte is kept as it came. A model sent as it
-// came (a bare name) returns body itself.
-func rewriteModel(body []byte, info requestInfo) []byte {
+// upstreamBody is body (the runner's, or the decorator's rewrite of it)
+// with the model value replaced by info.Upstream, as the slices to send:
+// body before the value, the new value, body after it. Every other byte
+// is kept as it came, and nothing is copied. A model sent as it came (a
+// bare name) is body itself.
+func upstreamBody(body, original []byte, info requestInfo) ([][]byte, error) {
 	if info.Upstream == info.Model {
-		return body
+		return [][]byte{body}, nil
 	}
-	// Room for the plain case; appendJSONString grows it if escapes are
-	// needed.
-	out := make([]byte, 0, len(body)-(info.modelEnd-info.modelStart)+len(info.Upstream)+2)
-	out = append(out, body[:info.modelStart]...)
-	out = appendJSONString(out, info.Upstream)
-	return append(out, body[info.modelEnd:]...)
+	start, end := info.modelStart, info.modelEnd
+	if !sameSlice(body, original) {
+		// A decorated body: find the model again (it was validated when
+		// the decorator made it; its "model" member is the runner's).
+		start, end = -1, -1
+		jsontop.Walk(body, func(key []byte, s, e int) bool {
+			if jsontop.KeyEquals(key, "model") {
+				start, end = s, e
+				return false
+			}
+			return true
+		})
+		if start < 0 || body[start] != '"' || decodeString(body[start:end]) != info.Model {
+			return nil, fmt.Errorf("the decorated request lost its model %q", info.Model)
+		}
+	}
+	return [][]byte{body[:start], appendJSONString(nil, info.Upstream), body[end:]}, nil
+}
+
+// rewriteModel returns a copy of body with the model value replaced by
+// info.Upstream (upstreamBody joined).
+func rewriteModel(body []byte, info requestInfo) []byte {
+	parts, _ := upstreamBody(body, body, info)
+	return slices.Concat(parts...)
+}
+
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func skipSpace(b []byte, i int) int {

@@ -72,6 +72,36 @@ func TestRewriteModelKeepsOtherBytes(t *testing.T) {
 	}
 }
 
+// A passthrough body leaves as three slices of the runner's own bytes (no
+// copy); a body the decorator rewrote has its model found again, and one
+// that lost it is an error rather than a request for the wrong model.
+func TestUpstreamBodySlicesAndDecoratedBodies(t *testing.T) {
+	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	info, err := scanRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Upstream = "gpt-4o"
+	want := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	parts, err := upstreamBody(body, body, info)
+	if err != nil || string(bytes.Join(parts, nil)) != want {
+		t.Fatalf("undecorated: %q, %v", parts, err)
+	}
+	if &parts[2][0] != &body[info.modelEnd] {
+		t.Fatal("the body after the model was copied, not sliced")
+	}
+	decorated := []byte(`{"messages":[{"role":"system","content":"FEED"},{"role":"user","content":"hi"}],"model":"openai/gpt-4o"}`)
+	parts, err = upstreamBody(decorated, body, info)
+	if err != nil || string(bytes.Join(parts, nil)) != `{"messages":[{"role":"system","content":"FEED"},{"role":"user","content":"hi"}],"model":"gpt-4o"}` {
+		t.Fatalf("decorated: %q, %v", parts, err)
+	}
+	for _, lost := range []string{`{"messages":[]}`, `{"model":"other/m"}`, `{"model":7}`} {
+		if _, err := upstreamBody([]byte(lost), body, info); err == nil {
+			t.Fatalf("%s: no error", lost)
+		}
+	}
+}
+
 // FuzzScanRequest checks the hand-written scanner against encoding/json:
 // whenever scanning succeeds, the document's top-level model and stream
 // agree with a full decode, and the rewrite is valid JSON whose only change

@@ -1,17 +1,17 @@
 package proxy
 
 import (
-	"github.com/clawdapus/clawgo/internal/tracing"
-
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/tracing"
 )
 
 // Timeout causes, reported through context.Cause and returned by Send and by
@@ -33,12 +33,14 @@ type upstreamCall struct {
 }
 
 // send performs one upstream call, a POST of body unless c names another
-// method (body is then nil: no body and no Content-Type). Its context is the request's (a runner
+// method (body is then nil: no body and no Content-Type). The body is
+// given as slices sent one after the other, so a body that differs from
+// the runner's in one value (the model) is sent without a copy. Its context is the request's (a runner
 // that disconnects cancels the call) plus two bounds: response headers must
 // arrive within FirstByteTimeout, and then the body may not be silent for
 // longer than StreamIdleTimeout between reads. Closing the returned body
 // releases everything.
-func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.Response, error) {
+func (s *Server) send(ctx context.Context, c *upstreamCall, body [][]byte) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	u := c.url
 	if c.rawQuery != "" {
@@ -48,14 +50,13 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.
 	if method == "" {
 		method = http.MethodPost
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		cancel(nil)
 		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
+	}
+	if body != nil {
+		setBody(req, body)
 	}
 	copyRequestHeaders(req.Header, c.header)
 	tracing.Inject(ctx, req.Header) // the provider joins the agent's trace
@@ -87,6 +88,38 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body []byte) (*http.
 	ib.timer = time.AfterFunc(ib.idle, func() { cancel(ErrIdleTimeout) })
 	resp.Body = ib
 	return resp, nil
+}
+
+// oneSlice is a body of one slice; nil stays nil (no body).
+func oneSlice(b []byte) [][]byte {
+	if b == nil {
+		return nil
+	}
+	return [][]byte{b}
+}
+
+// setBody gives req the body made of parts, with its length, and a
+// GetBody so the transport can resend it on a connection that turns out
+// to be dead.
+func setBody(req *http.Request, parts [][]byte) {
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	open := func() io.Reader {
+		if len(parts) == 1 {
+			return bytes.NewReader(parts[0])
+		}
+		bufs := make(net.Buffers, len(parts))
+		copy(bufs, parts)
+		return &bufs
+	}
+	req.ContentLength = n
+	req.Body = io.NopCloser(open())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(open()), nil }
+	if n == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
 }
 
 // idleBody bounds the silence between reads of an upstream body and

@@ -210,7 +210,7 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	}
 	s.auditExchange(x, audit.TypeRequest, withRoute(nil))
 	call := &upstreamCall{route: rt, method: r.Method, url: rt.URL(upstreamObjectPath(o.Upstream, id)), header: r.Header, rawQuery: r.URL.RawQuery}
-	resp, err := s.send(r.Context(), call, body)
+	resp, err := s.send(r.Context(), call, oneSlice(body))
 	if err != nil {
 		se := s.upstreamError(r, x, err)
 		if se == nil {
