@@ -1,13 +1,12 @@
 package history
 
 import (
-	"github.com/clawdapus/clawgo/internal/jsontop"
-
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -263,9 +263,13 @@ func (w *Writer) Append(e Entry) error {
 	if e.Status == "" {
 		e.Status = StatusOK
 	}
-	line, err := encodeLine(e)
+	parts, err := encodeParts(e)
 	if err != nil {
 		return err
+	}
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
 	}
 	af, err := w.file(e.AgentID)
 	if err != nil {
@@ -278,7 +282,9 @@ func (w *Writer) Append(e Entry) error {
 			return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
 		}
 	}
-	_, err = af.f.Write(line)
+	// One write per part, under the file's lock: no other entry comes
+	// between them, and a failure part-way is undone below like any.
+	_, err = parts.WriteTo(af.f)
 	if err == nil && w.opts.Sync == SyncAlways {
 		err = af.f.Sync()
 	}
@@ -290,7 +296,7 @@ func (w *Writer) Append(e Entry) error {
 		}
 		return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
 	}
-	af.size += int64(len(line))
+	af.size += n
 	af.dirty = w.opts.Sync == SyncInterval
 	return nil
 }
@@ -298,14 +304,25 @@ func (w *Writer) Append(e Entry) error {
 // encodeLine encodes e as one line ending in '\n', valid UTF-8 whatever
 // the exchange held: invalid bytes become U+FFFD, counted in UTF8Replaced.
 func encodeLine(e Entry) ([]byte, error) {
+	parts, err := encodeParts(e)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
+}
+
+// encodeParts is encodeLine as the slices that make the line, written one
+// after the other: the request and response bodies, most of a line, are
+// the caller's own bytes rather than copies.
+func encodeParts(e Entry) (net.Buffers, error) {
 	e.UTF8Replaced += validUTF8(&e)
 	// No HTML escaping: requests and responses are kept as received, and
 	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
 	// past what readers accept (MaxLineBytes).
-	// The request and response bodies are most of a line. encoding/json
-	// would compact and re-validate each byte of them; a body that is one
-	// line already and valid JSON (what the proxy hands over: it checked
-	// it at the edge) is spliced in as it is, after one fast check.
+	// encoding/json would compact and re-validate each byte of the bodies;
+	// a body that is one line already and valid JSON (what the proxy hands
+	// over: it checked it at the edge) is spliced in as it is, after one
+	// fast check.
 	req, resp := e.Request, e.Response
 	spliceReq, spliceResp := spliceable(req, e.BodiesValid), spliceable(resp, e.BodiesValid)
 	if spliceReq {
@@ -315,20 +332,19 @@ func encodeLine(e Entry) ([]byte, error) {
 		e.Response = placeholder
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(req) + len(resp) + 512)
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(e); err != nil { // Encode ends the line with '\n'
 		return nil, fmt.Errorf("history: encode entry %s: %w", e.ID, err)
 	}
-	line := buf.Bytes()
+	parts := net.Buffers{buf.Bytes()}
 	if spliceReq {
-		line = splice(line, `"request":0`, `"request":`, req)
+		parts = splice(parts, `"request":0`, `"request":`, req)
 	}
 	if spliceResp {
-		line = splice(line, `"response":0`, `"response":`, resp)
+		parts = splice(parts, `"response":0`, `"response":`, resp)
 	}
-	return line, nil
+	return parts, nil
 }
 
 // placeholder stands in for a body spliced in after encoding.
@@ -344,18 +360,17 @@ func spliceable(raw json.RawMessage, valid bool) bool {
 	return len(raw) >= spliceMin && !bytes.ContainsAny(raw, "\r\n") && (valid || jsontop.Valid(raw))
 }
 
-// splice replaces the first occurrence of key+"0" with key+raw. The key
-// appears once unescaped in a line: inside strings quotes are escaped.
-func splice(line []byte, marker, key string, raw json.RawMessage) []byte {
-	i := bytes.Index(line, []byte(marker))
+// splice replaces the first occurrence of key+"0" in the last part with
+// key, then raw as a part of its own. The key appears once unescaped in a
+// line: inside strings quotes are escaped.
+func splice(parts net.Buffers, marker, key string, raw json.RawMessage) net.Buffers {
+	last := parts[len(parts)-1]
+	i := bytes.Index(last, []byte(marker))
 	if i < 0 {
-		return line // cannot happen: the marker was encoded above
+		return parts // cannot happen: the marker was encoded above
 	}
-	out := make([]byte, 0, len(line)+len(raw))
-	out = append(out, line[:i]...)
-	out = append(out, key...)
-	out = append(out, bytes.TrimSpace(raw)...)
-	return append(out, line[i+len(marker):]...)
+	head := append(last[:i:i], key...)
+	return append(parts[:len(parts)-1], head, bytes.TrimSpace(raw), last[i+len(marker):])
 }
 
 // validUTF8 replaces each byte of e that is not part of valid UTF-8 with
