@@ -1,5 +1,7 @@
 package jsontop
 
+import "encoding/binary"
+
 // maxDepth matches encoding/json's nesting limit, so both accept the same
 // documents.
 const maxDepth = 10000
@@ -120,6 +122,14 @@ func (v *validator) array(i, depth int) (int, bool) {
 func (v *validator) str(i int) (int, bool) {
 	b := v.b
 	for i++; i < len(b); i++ {
+		// Eight bytes at a time while none of them ends the string, starts
+		// an escape or is a control character: the bulk of a transcript.
+		for len(b)-i >= 8 && !special(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -144,6 +154,19 @@ func (v *validator) str(i int) (int, bool) {
 		}
 	}
 	return i, false
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special reports whether one of the eight bytes in x is a quote, a
+// backslash or below 0x20 (the classic word-at-a-time tests: a byte below
+// n sets its high bit in x - n·ones where x's own high bit is clear).
+func special(x uint64) bool {
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)|(q-ones)|(bs-ones))&^x&highs != 0
 }
 
 func isHex(c byte) bool {

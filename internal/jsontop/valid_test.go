@@ -2,6 +2,7 @@ package jsontop
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,10 +53,48 @@ func FuzzValid(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := Valid(b), json.Valid(b); got != want {
+		want := json.Valid(b)
+		if got := Valid(b); got != want {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
 		}
+		// ValidWalk: the same verdict, and on a valid object the same
+		// members as Walk.
+		type member struct {
+			key        string
+			start, end int
+		}
+		var got []member
+		valid, object := ValidWalk(b, func(key []byte, start, end int) { got = append(got, member{string(key), start, end}) })
+		if valid != want {
+			t.Fatalf("ValidWalk(%q) valid = %v, encoding/json says %v", b, valid, want)
+		}
+		if !valid {
+			return
+		}
+		var walked []member
+		isObject := Walk(b, func(key []byte, start, end int) bool {
+			walked = append(walked, member{string(key), start, end})
+			return true
+		})
+		if object != isObject || !slices.Equal(got, walked) {
+			t.Fatalf("ValidWalk(%q) = %v %v, Walk = %v %v", b, object, got, isObject, walked)
+		}
 	})
+}
+
+// The eight-byte scan must stop at every byte that matters, wherever it
+// falls in a word.
+func TestValidStringsAtEveryOffset(t *testing.T) {
+	for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xff, 'a'} {
+		for pos := range 20 {
+			s := []byte(`"` + strings.Repeat("a", 20) + `"`)
+			s[1+pos] = c
+			want := json.Valid(s)
+			if got := Valid(s); got != want {
+				t.Fatalf("byte %#x at %d: Valid %v, encoding/json %v", c, pos, got, want)
+			}
+		}
+	}
 }
 
 func BenchmarkValid(b *testing.B) {

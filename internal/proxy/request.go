@@ -36,29 +36,29 @@ func badRequest(msg string) error { return &errRequest{msg} }
 // same value the provider will read.
 func scanRequest(body []byte) (requestInfo, error) {
 	var info requestInfo
-	if !jsontop.Valid(body) {
-		return info, badRequest("request body is not valid JSON")
-	}
 	seenModel, seenStream := false, false
 	var err error
-	isObject := jsontop.Walk(body, func(key []byte, start, end int) bool {
+	// One pass validates the body and reads its members; the first
+	// problem with a member is reported only for a valid body.
+	valid, isObject := jsontop.ValidWalk(body, func(key []byte, start, end int) {
 		switch {
+		case err != nil:
 		case jsontop.KeyEquals(key, "model"):
 			if seenModel {
 				err = badRequest(`request body has more than one "model" member`)
-				return false
+				return
 			}
 			seenModel = true
 			if body[start] != '"' {
 				err = badRequest(`"model" must be a string: a model name, or "<provider>/<model>"`)
-				return false
+				return
 			}
 			info.Model = decodeString(body[start:end])
 			info.modelStart, info.modelEnd = start, end
 		case jsontop.KeyEquals(key, "stream"):
 			if seenStream {
 				err = badRequest(`request body has more than one "stream" member`)
-				return false
+				return
 			}
 			seenStream = true
 			switch string(body[start:end]) {
@@ -67,11 +67,12 @@ func scanRequest(body []byte) (requestInfo, error) {
 			case "false", "null":
 			default:
 				err = badRequest(`"stream" must be true or false`)
-				return false
 			}
 		}
-		return true
 	})
+	if !valid {
+		return requestInfo{}, badRequest("request body is not valid JSON")
+	}
 	if !isObject {
 		return info, badRequest("request body must be a JSON object")
 	}
