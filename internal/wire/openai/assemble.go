@@ -35,35 +35,41 @@ type asmToolCall struct {
 }
 
 type asmChunk struct {
-	ID          string          `json:"id"`
-	Model       string          `json:"model"`
-	Created     int64           `json:"created"`
-	Fingerprint string          `json:"system_fingerprint"`
-	Usage       json.RawMessage `json:"usage"`
-	Choices     []struct {
-		Index        int     `json:"index"`
-		FinishReason *string `json:"finish_reason"`
-		Delta        struct {
-			Role             string  `json:"role"`
-			Content          *string `json:"content"`
-			Refusal          *string `json:"refusal"`
-			ReasoningContent *string `json:"reasoning_content"`
-			ToolCalls        []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-	} `json:"choices"`
+	ID          string           `json:"id"`
+	Model       string           `json:"model"`
+	Created     int64            `json:"created"`
+	Fingerprint string           `json:"system_fingerprint"`
+	Usage       json.RawMessage  `json:"usage"`
+	Choices     []asmChunkChoice `json:"choices"`
+}
+
+type asmChunkChoice struct {
+	Index        int      `json:"index"`
+	FinishReason *string  `json:"finish_reason"`
+	Delta        asmDelta `json:"delta"`
+}
+
+type asmDelta struct {
+	Role             string            `json:"role"`
+	Content          *string           `json:"content"`
+	Refusal          *string           `json:"refusal"`
+	ReasoningContent *string           `json:"reasoning_content"`
+	ToolCalls        []asmToolCallPart `json:"tool_calls"`
+}
+
+type asmToolCallPart struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 func (a *assembler) Observe(_ string, data []byte) {
 	var c asmChunk
-	if data[0] != '{' || json.Unmarshal(data, &c) != nil {
+	if data[0] != '{' || !decodeChunk(data, &c) {
 		return
 	}
 	if a.id == "" {
