@@ -361,7 +361,7 @@ func (b *builder) cllamaService() doc {
 		},
 		"expose":            []any{fmt.Sprint(CllamaPort)},
 		"restart":           "unless-stopped",
-		"stop_grace_period": b.cllamaStopGrace(),
+		"stop_grace_period": fmt.Sprintf("%ds", int64((b.cllamaStopGrace()+time.Second-1)/time.Second)),
 	}
 	cd := b.pod.Claw.CllamaDefaults
 	if !cd.HealthcheckOff {
@@ -378,27 +378,6 @@ func (b *builder) cllamaService() doc {
 		svc["healthcheck"] = doc{"test": test, "interval": "10s", "timeout": "3s", "retries": 3, "start_period": "5s"}
 	}
 	return svc
-}
-
-// cllamaDrain is cllama's default drain on SIGTERM (its
-// CLLAMA_SHUTDOWN_TIMEOUT); stopMargin the time beyond it compose waits
-// before killing the container.
-const (
-	cllamaDrain = 30 * time.Second
-	stopMargin  = 5 * time.Second
-)
-
-// cllamaStopGrace is how long compose lets cllama stop: its drain, as
-// x-claw.cllama-defaults.env's CLLAMA_SHUTDOWN_TIMEOUT sets it, plus a
-// margin. Compose's own default (10s) would kill streams still in flight
-// that cllama would let finish.
-func (b *builder) cllamaStopGrace() string {
-	d := cllamaDrain
-	if v, err := time.ParseDuration(b.pod.Claw.CllamaDefaults.Env["CLLAMA_SHUTDOWN_TIMEOUT"]); err == nil && v > 0 {
-		d = v
-	}
-	d += stopMargin
-	return fmt.Sprintf("%ds", int64((d+time.Second-1)/time.Second))
 }
 
 // CllamaUser is the generated cllama service's user: the operator's uid and
