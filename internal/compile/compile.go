@@ -193,7 +193,7 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if res.Plan, err = b.plan(res.Agents, res.Perimeter, providers, files); err != nil {
 		return nil, err
 	}
-	compose, err := b.composeFile(ctx, res.Agents, res.Perimeter)
+	compose, err := b.composeFile(ctx, res.Plan)
 	if err != nil {
 		return nil, err
 	}
