@@ -18,7 +18,7 @@ import (
 func (b *builder) agent(ctx context.Context, svc *pod.Service, id string, index int) (*Agent, error) {
 	c := svc.Claw
 	a := &Agent{ID: id, Service: svc.Name, Index: index, Cllama: c.CllamaEnabled(),
-		serviceAuth: map[string]*manifest.ServiceAuth{}, skillData: map[string][]byte{}}
+		serviceAuth: map[string]*manifest.ServiceAuth{}, serviceAuthFrom: map[string]string{}, skillData: map[string][]byte{}}
 	md, err := b.agentContract(svc)
 	if err != nil {
 		return nil, err
@@ -244,6 +244,7 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 	if spec, ok := agentSvc.Claw.ServiceAuth[target]; ok {
 		sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: spec.Token, Principal: spec.Principal}
 		a.serviceAuth[target] = sa
+		a.serviceAuthFrom[target] = "services." + agentSvc.Name + ".x-claw.service-auth." + target
 		return sa.Bearer(), nil
 	}
 	sd := b.descs[target]
@@ -252,6 +253,7 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 		if v := t.Compose.Environment[envMCPStdioAuthToken]; v != nil && *v != "" {
 			sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: *v}
 			a.serviceAuth[target] = sa
+			a.serviceAuthFrom[target] = envKey(target, envMCPStdioAuthToken)
 			return sa.Bearer(), nil
 		}
 	}
@@ -274,7 +276,13 @@ func (b *builder) auth(a *Agent, agentSvc *pod.Service, target string) (*manifes
 	}
 	sa := &manifest.ServiceAuth{Service: target, AuthType: "bearer", Token: val}
 	a.serviceAuth[target] = sa
+	a.serviceAuthFrom[target] = envKey(target, env)
 	return sa.Bearer(), nil
+}
+
+// envKey is the pod file's key of a variable of a service's environment.
+func envKey(service, name string) string {
+	return "services." + service + ".environment." + name
 }
 
 // Environment of stdio MCP wrapper services (claw-mcp-stdio) that affects

@@ -21,6 +21,9 @@ type Result struct {
 	Output      *Output
 	// Perimeter is who may reach whom in the pod.
 	Perimeter *Perimeter
+	// Plan is what every target renders: compose.generated.yml in Output,
+	// and the Kubernetes manifests (internal/kube).
+	Plan *Plan
 	// Warnings are non-fatal findings (the pod's and the compiler's).
 	Warnings []string
 	// Inputs are the digests of the local files the compile read (the
@@ -51,8 +54,11 @@ type Agent struct {
 	// rules are the grant conditions its tools name (tools.json "rules").
 	rules       []manifest.Rule
 	serviceAuth map[string]*manifest.ServiceAuth
-	skillData   map[string][]byte
-	agentsMD    []byte
+	// serviceAuthFrom is where each credential of serviceAuth comes from,
+	// as the pod file's key (Secret.From).
+	serviceAuthFrom map[string]string
+	skillData       map[string][]byte
+	agentsMD        []byte
 }
 
 // ToolSummary is one granted tool as operators see it.
@@ -180,15 +186,18 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if res.Perimeter, err = b.perimeter(res.Agents, providers); err != nil {
 		return nil, err
 	}
-	compose, err := b.composeFile(ctx, res.Agents, res.Perimeter)
+	files, err := b.contextFiles(res.Agents, providers)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.output(res.Agents, providers, compose)
+	if res.Plan, err = b.plan(res.Agents, res.Perimeter, providers, files); err != nil {
+		return nil, err
+	}
+	compose, err := b.composeFile(ctx, res.Plan)
 	if err != nil {
 		return nil, err
 	}
-	res.Output = out
+	res.Output = output(files, compose)
 	res.Warnings = append(res.Warnings, b.warns...)
 	return res, nil
 }

@@ -11,8 +11,12 @@
 // agent tokens, which are fresh from crypto/rand on the first compile and
 // then kept across recompiles.
 //
-// The pod's topology is computed before any rendering, as data: Perimeter
-// says what each agent reaches and why (spec 000 §2, "Topology"), and the
-// compose renderer (composegen.go) turns it into networks without deciding
-// anything of its own.
+// The pod is planned before any rendering, as data: Plan (plan.go) holds
+// the workloads with their images and resolved environment, cllama, the
+// secrets by reference, and Perimeter, which says what each agent reaches
+// and why (spec 000 §2, "Topology"). The compose renderer (composegen.go)
+// turns the plan into compose.generated.yml, over the compose model that
+// carries the author's own keys through untouched, without deciding
+// anything of its own; internal/kube renders the same plan as Kubernetes
+// manifests.
 package compile

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,7 +74,9 @@ func (b *builder) token(id string) (string, error) {
 	return id + ":" + hex.EncodeToString(buf), nil
 }
 
-func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose []byte) (*Output, error) {
+// contextFiles are the output files but the compose file: every agent's
+// context, the runners' own files and providers.json, sorted by path.
+func (b *builder) contextFiles(agents []*Agent, providers *manifest.Providers) ([]File, error) {
 	out := &Output{}
 	add := func(p string, mode fs.FileMode, data []byte) {
 		out.Files = append(out.Files, File{Path: p, Data: data, Mode: mode})
@@ -133,10 +136,20 @@ func (b *builder) output(agents []*Agent, providers *manifest.Providers, compose
 	if err := addJSON(ProvidersFile, modeSecret, providers); err != nil {
 		return nil, err
 	}
-	// It holds agent tokens and the services' resolved environment.
-	add(GeneratedFile, modeSecret, compose)
-	sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Path < out.Files[j].Path })
-	return out, nil
+	sortFiles(out.Files)
+	return out.Files, nil
+}
+
+// output is the whole generated tree: the context files and the compose
+// file, which holds agent tokens and the services' resolved environment.
+func output(files []File, compose []byte) *Output {
+	out := &Output{Files: append(slices.Clip(files), File{Path: GeneratedFile, Data: compose, Mode: modeSecret})}
+	sortFiles(out.Files)
+	return out
+}
+
+func sortFiles(files []File) {
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 }
 
 func (b *builder) agentType(a *Agent) string {

@@ -30,17 +30,6 @@ func (b *builder) runnerEnvNames(svc *pod.Service) map[string]pod.RunnerEnvValue
 	return names
 }
 
-// runnerEnv is the environment pointing agent a's runner at cllama: the
-// runner variables and, with native tools, NativeEnv.
-func (b *builder) runnerEnv(a *Agent) map[string]string {
-	out := map[string]string{}
-	for name, v := range b.runnerEnvNames(b.pod.Services[a.Service]) {
-		out[name] = runnerEnvValue(v, a.Token)
-	}
-	maps.Copy(out, NativeEnv(a))
-	return out
-}
-
 func runnerEnvValue(v pod.RunnerEnvValue, token string) string {
 	switch v {
 	case pod.RunnerEnvOpenAIBaseURL:

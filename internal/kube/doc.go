@@ -5,17 +5,20 @@
 // mounts it; cllama as a Deployment with its Service, probes, context and
 // history; and NetworkPolicies that render compile.Perimeter.
 //
-// The renderer decides nothing about authority: who reaches whom comes
-// from compile.Perimeter (agents, cllama) and from the pod's own compose
-// networks (services among themselves), and the environment of every
-// container is the one compose.generated.yml gives it. What it decides is
-// where each value lives: a file compile writes 0600 (tokens, tools.json
-// and feeds.json, which carry service credentials, projected credentials,
-// providers.json) goes into a Secret, the rest of an agent's context into
-// a ConfigMap; an environment value the pod author wrote goes into a
-// Secret (compose.generated.yml is 0600 for the same reason), an agent's
-// token into its own Secret, and only the values claw sets (ids, cllama's
-// URLs, cllama's own settings) stay literal in the manifests.
+// It renders compile.Plan, the plan compose.generated.yml is rendered
+// from too, and decides nothing about authority: who reaches whom comes
+// from the plan's Perimeter (agents, cllama) and from the pod's own
+// compose networks (services among themselves); the image, environment,
+// mounts and health check of every workload and of cllama are the plan's.
+// What it decides is where each value lives: a context file only cllama
+// reads (tokens, tools.json and feeds.json, which carry service
+// credentials, projected credentials; compile writes them 0600) and
+// providers.json go into Secrets, the rest of an agent's context into a
+// ConfigMap; an environment value the pod author wrote goes into a Secret
+// (compose.generated.yml is 0600 for the same reason), a variable the plan
+// marks as an agent's token reads that agent's own Secret, and only the
+// values claw sets (ids, cllama's URLs, cllama's own settings) stay
+// literal in the manifests.
 //
 // Workload kinds: every agent (each replica apart) is a Deployment of one
 // pod, since its identity is its token, which a Deployment per agent keeps

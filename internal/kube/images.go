@@ -2,12 +2,11 @@ package kube
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/clawdapus/clawgo/internal/compile"
 )
 
 // Origin says where the cluster can get an image from.
@@ -45,30 +44,15 @@ type Image struct {
 // could pull from until someone pushes it.
 func (i Image) MustPush() bool { return i.Origin == OriginBuild || i.Origin == OriginLocal }
 
-// imageOf is the image a compose service runs: its image:, or for a
-// service that builds without naming one, the name Docker Compose gives
-// the build (<project>-<service>, the project being the pod).
-func (r *renderer) imageOf(workload, service string, sc types.ServiceConfig) (string, error) {
-	name, build := sc.Image, ""
-	if sc.Build != nil {
-		build = sc.Build.Context
-		if filepath.IsAbs(build) {
-			if rel, err := filepath.Rel(r.p.Dir, build); err == nil {
-				build = "./" + filepath.ToSlash(rel)
-				if rel == "." {
-					build = "."
-				}
-			}
-		}
-		if name == "" {
-			name = r.p.Name + "-" + service
-		}
+// imageOf is the image a workload runs, as the plan names it: its
+// image:, or for a service that builds without naming one, the name Docker
+// Compose gives the build.
+func (r *renderer) imageOf(w *compile.Workload) (string, error) {
+	if w.Image == "" {
+		return "", r.errf(w.Service, "image", "the service has neither image nor build, so a cluster has nothing to run", "add image: (or build:) to the service")
 	}
-	if name == "" {
-		return "", r.errf(service, "image", "the service has neither image nor build, so a cluster has nothing to run", "add image: (or build:) to the service")
-	}
-	r.addImage(name, workload, build)
-	return name, nil
+	r.addImage(w.Image, w.Name, w.Build)
+	return w.Image, nil
 }
 
 func (r *renderer) addImage(name, workload, build string) {

@@ -49,7 +49,14 @@ type decoded struct {
 
 func decodeCase(t *testing.T, name string) decoded {
 	t.Helper()
-	c := compileCase(t, goldenCases[name])
+	return decodeDir(t, goldenCases[name])
+}
+
+// decodeDir compiles and renders the pod in podDir and decodes its
+// manifests.
+func decodeDir(t *testing.T, podDir string) decoded {
+	t.Helper()
+	c := compileCase(t, podDir)
 	s := scheme(t)
 	dec := strictDecoder(s)
 	d := decoded{c: c, objects: map[string]runtime.Object{}}

@@ -38,8 +38,8 @@ type peer struct {
 // (by its id), every replica of an agent service, or a pod service.
 func (r *renderer) peerOf(name string) peer {
 	switch a, isAgent := r.agents[name]; {
-	case name == compile.CllamaService:
-		return peer{labels: map[string]string{LabelRole: RoleCllama}, ports: []port{{Number: compile.CllamaPort, Protocol: corev1.ProtocolTCP}}}
+	case name == compile.CllamaService && r.plan.Cllama != nil:
+		return peer{labels: map[string]string{LabelRole: RoleCllama}, ports: []port{{Number: int32(r.plan.Cllama.Port), Protocol: corev1.ProtocolTCP}}}
 	case isAgent && a.Index >= 0:
 		return peer{labels: map[string]string{LabelRole: RoleAgent, LabelAgent: name}, ports: r.ports[a.Service]}
 	case r.agentSvc[name]:
@@ -55,9 +55,9 @@ func (r *renderer) agentsOf(name string) []string {
 		return []string{name}
 	}
 	var out []string
-	for _, a := range r.res.Agents {
-		if a.Service == name {
-			out = append(out, a.ID)
+	for _, w := range r.plan.Workloads {
+		if w.Agent != nil && w.Service == name {
+			out = append(out, w.Name)
 		}
 	}
 	return out
@@ -159,7 +159,7 @@ func (r *renderer) networkPolicies() {
 	cllamaFrom := []string{}
 	agentFrom := map[string][]string{}
 	serviceFrom := map[string][]networkingv1.NetworkPolicyPeer{}
-	for _, ar := range r.res.Perimeter.Agents {
+	for _, ar := range r.plan.Perimeter.Agents {
 		for _, reach := range ar.Reaches {
 			switch {
 			case reach.Service == compile.CllamaService:
@@ -176,11 +176,11 @@ func (r *renderer) networkPolicies() {
 		}
 	}
 	calledByCllama := map[string]bool{}
-	for _, reach := range r.res.Perimeter.Cllama {
+	for _, reach := range r.plan.Perimeter.Cllama {
 		calledByCllama[reach.Service] = true
 	}
 
-	if r.withCllama() {
+	if r.plan.Cllama != nil {
 		spec := networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRole: RoleCllama}}, PolicyTypes: both}
 		if len(cllamaFrom) > 0 {
 			rule := networkingv1.NetworkPolicyIngressRule{Ports: policyPorts(r.peerOf(compile.CllamaService).ports)}
@@ -189,25 +189,26 @@ func (r *renderer) networkPolicies() {
 			}
 			spec.Ingress = append(spec.Ingress, rule)
 		}
-		for _, reach := range r.res.Perimeter.Cllama {
+		for _, reach := range r.plan.Perimeter.Cllama {
 			spec.Egress = append(spec.Egress, egressTo(r.peerOf(reach.Service)))
 		}
-		state := peer{labels: map[string]string{LabelRole: RoleState}, ports: []port{{Number: statePort, Protocol: corev1.ProtocolTCP}}}
-		if r.withState {
+		var state peer
+		if st := r.state; st != nil {
+			state = peer{labels: map[string]string{LabelRole: RoleState}, ports: []port{{Number: int32(st.Port), Protocol: corev1.ProtocolTCP}}}
 			spec.Egress = append(spec.Egress, egressTo(state))
 		}
 		spec.Egress = append(spec.Egress, internetRule())
 		policy(compile.CllamaService, map[string]string{LabelRole: RoleCllama, LabelService: compile.CllamaService}, spec)
-		if r.withState {
+		if st := r.state; st != nil {
 			// Only cllama reaches its Redis, and Redis reaches nothing.
-			policy(RoleState, map[string]string{LabelRole: RoleState, LabelService: RoleState}, networkingv1.NetworkPolicySpec{
+			policy(st.Service, map[string]string{LabelRole: RoleState, LabelService: st.Service}, networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: state.labels}, PolicyTypes: both,
 				Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{podPeer(map[string]string{LabelRole: RoleCllama})}, Ports: policyPorts(state.ports)}},
 			})
 		}
 	}
 
-	for _, ar := range r.res.Perimeter.Agents {
+	for _, ar := range r.plan.Perimeter.Agents {
 		a := r.agents[ar.Agent]
 		spec := networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRole: RoleAgent, LabelAgent: a.ID}}, PolicyTypes: both}
 		for _, reach := range ar.Reaches {
@@ -233,7 +234,7 @@ func (r *renderer) networkPolicies() {
 		self := r.peerOf(name)
 		spec := networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: self.labels}, PolicyTypes: both}
 		var from []networkingv1.NetworkPolicyPeer
-		if calledByCllama[name] && r.withCllama() {
+		if calledByCllama[name] && r.plan.Cllama != nil {
 			from = append(from, podPeer(map[string]string{LabelRole: RoleCllama}))
 		}
 		from = append(from, serviceFrom[name]...)

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,13 +54,6 @@ const (
 	cllamaUID = 65532
 )
 
-// Mount points inside cllama, as compose gives them.
-const (
-	cllamaContextDir = "/claw/context"
-	cllamaAuthDir    = "/claw/auth"
-	cllamaHistoryDir = "/claw/history"
-)
-
 // File is one rendered file, its path relative to the output directory.
 type File struct {
 	Path string
@@ -89,13 +81,13 @@ type object struct {
 }
 
 type renderer struct {
-	// withState: cllama replicas share a Redis (stateStore).
-	withState bool
-	res       *compile.Result
-	p         *pod.Pod
-	ns        string
-	gen       map[string]genService
-	files     map[string]compile.File
+	// state is the Redis cllama replicas share, when it renders one
+	// (stateStore).
+	state *compile.SharedState
+	p     *pod.Pod
+	plan  *compile.Plan
+	ns    string
+	files map[string]compile.File
 	// ports are the ports each compose service (agent or not) serves.
 	ports map[string][]port
 	// agents by id; agentSvc marks agent service names.
@@ -108,23 +100,17 @@ type renderer struct {
 	warns       []string
 }
 
-// genService is a service of compose.generated.yml as far as the
-// rendering reads it: the image and the environment compose gives it.
-type genService struct {
-	Image       string         `yaml:"image"`
-	Environment map[string]any `yaml:"environment"`
-}
-
-// Render turns a compiled pod into Kubernetes manifests. It reads res
-// (the generated files are in res.Output) and the files of the pod
-// directory that services bind-mount read-only; it writes nothing.
+// Render turns a compiled pod into Kubernetes manifests. It renders
+// res.Plan, reading the compiled files from res.Output and the files of
+// the pod directory that services bind-mount read-only; it writes
+// nothing.
 func Render(res *compile.Result) (*Manifests, error) {
-	if res == nil || res.Pod == nil || res.Output == nil || res.Perimeter == nil {
+	if res == nil || res.Pod == nil || res.Output == nil || res.Plan == nil || res.Plan.Perimeter == nil {
 		return nil, fmt.Errorf("kube: an incomplete compile result")
 	}
 	r := &renderer{
-		res:         res,
 		p:           res.Pod,
+		plan:        res.Plan,
 		files:       map[string]compile.File{},
 		ports:       map[string][]port{},
 		agents:      map[string]*compile.Agent{},
@@ -135,16 +121,15 @@ func Render(res *compile.Result) (*Manifests, error) {
 	for _, f := range res.Output.Files {
 		r.files[f.Path] = f
 	}
-	if err := r.readGenerated(); err != nil {
-		return nil, err
-	}
 	if err := r.checkNames(); err != nil {
 		return nil, err
 	}
 	r.ns = r.p.Name
-	for _, a := range res.Agents {
-		r.agents[a.ID] = a
-		r.agentSvc[a.Service] = true
+	for _, w := range r.plan.Workloads {
+		if a := w.Agent; a != nil {
+			r.agents[a.ID] = a
+			r.agentSvc[a.Service] = true
+		}
 	}
 	for _, name := range r.p.ServiceNames() {
 		sc := r.p.Services[name].Compose
@@ -167,70 +152,30 @@ func Render(res *compile.Result) (*Manifests, error) {
 	if err := r.volumeClaims(); err != nil {
 		return nil, err
 	}
-	for _, name := range r.p.ServiceNames() {
-		if r.p.Services[name].IsAgent() {
-			continue
-		}
-		if err := r.service(name); err != nil {
-			return nil, err
+	for _, w := range r.plan.Workloads {
+		if w.Agent == nil {
+			if err := r.service(w); err != nil {
+				return nil, err
+			}
 		}
 	}
-	for _, a := range res.Agents {
-		if err := r.agent(a); err != nil {
-			return nil, err
+	for _, w := range r.plan.Workloads {
+		if w.Agent != nil {
+			if err := r.agent(w); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.agentServices(); err != nil {
 		return nil, err
 	}
-	if r.withCllama() {
-		if err := r.cllama(); err != nil {
+	if r.plan.Cllama != nil {
+		if err := r.cllama(r.plan.Cllama); err != nil {
 			return nil, err
 		}
 	}
 	r.networkPolicies()
 	return r.manifests()
-}
-
-// withCllama reports whether the pod runs cllama (some agent uses it).
-func (r *renderer) withCllama() bool {
-	return slices.ContainsFunc(r.res.Agents, func(a *compile.Agent) bool { return a.Cllama })
-}
-
-func (r *renderer) readGenerated() error {
-	f, ok := r.files[compile.GeneratedFile]
-	if !ok {
-		return fmt.Errorf("kube: the compile result has no %s", compile.GeneratedFile)
-	}
-	var doc struct {
-		Services map[string]genService `yaml:"services"`
-	}
-	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
-		return fmt.Errorf("kube: reading %s: %w", compile.GeneratedFile, err)
-	}
-	r.gen = doc.Services
-	return nil
-}
-
-// environment is the environment compose gives a generated service, its
-// "$$" escapes undone; variables without a value are left out (compose
-// would take them from the shell that runs it, and a cluster has none).
-func (r *renderer) environment(service string) map[string]string {
-	out := map[string]string{}
-	env := r.gen[service].Environment
-	for _, k := range sortedKeys(env) {
-		v := env[k]
-		if v == nil {
-			r.warnf(service, "environment.%s has no value (compose takes it from the shell running it); it is not rendered", k)
-			continue
-		}
-		s, ok := v.(string)
-		if !ok {
-			s = fmt.Sprint(v)
-		}
-		out[k] = strings.ReplaceAll(s, "$$", "$")
-	}
-	return out
 }
 
 // checkNames refuses names Kubernetes cannot use: the namespace is the pod
@@ -308,26 +253,32 @@ func (r *renderer) secret(name string, labels map[string]string, data map[string
 	})
 }
 
-// env is a workload's environment: values equal to the agent's token read
-// its token Secret, names the author wrote read the workload's env Secret
-// (returned as data), and what claw sets stays literal.
-func envVars(workload string, env map[string]string, authored map[string]bool, token string) ([]corev1.EnvVar, map[string][]byte, error) {
+// envVars is a workload's environment: a variable holding an agent's
+// token reads that agent's token Secret, one the author wrote reads the
+// workload's env Secret (returned as data), and what claw sets stays
+// literal. A variable without a value is left out (compose would take it
+// from the shell that runs it, and a cluster has none).
+func (r *renderer) envVars(workload string, env []compile.EnvVar) ([]corev1.EnvVar, map[string][]byte, error) {
 	var out []corev1.EnvVar
 	data := map[string][]byte{}
-	for _, name := range sortedKeys(env) {
-		v := env[name]
-		switch {
-		case token != "" && v == token:
-			out = append(out, secretEnv(name, workload+"-token", "token"))
-		case authored[name]:
-			if errs := validation.IsConfigMapKey(name); len(errs) > 0 {
-				return nil, nil, fmt.Errorf("environment variable %q cannot be a Secret key: %s", name, strings.Join(errs, "; "))
-			}
-			data[name] = []byte(v)
-			out = append(out, secretEnv(name, workload+"-env", name))
-		default:
-			out = append(out, corev1.EnvVar{Name: name, Value: v})
+	for _, e := range env {
+		if e.Unset {
+			r.warnf(workload, "environment.%s has no value (compose takes it from the shell running it); it is not rendered", e.Name)
+			continue
 		}
+		if s := r.plan.Secret(e.Secret); s != nil && s.Kind == compile.SecretAgentToken {
+			out = append(out, secretEnv(e.Name, s.Agent+"-token", "token"))
+			continue
+		}
+		if !e.Authored {
+			out = append(out, corev1.EnvVar{Name: e.Name, Value: e.Value})
+			continue
+		}
+		if errs := validation.IsConfigMapKey(e.Name); len(errs) > 0 {
+			return nil, nil, fmt.Errorf("environment variable %q cannot be a Secret key: %s", e.Name, strings.Join(errs, "; "))
+		}
+		data[e.Name] = []byte(e.Value)
+		out = append(out, secretEnv(e.Name, workload+"-env", e.Name))
 	}
 	return out, data, nil
 }
@@ -338,30 +289,30 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 	}}}
 }
 
-// agentFiles splits an agent's compiled context by the mode compile gave
-// each file: 0600 files (credentials) go to the Secret cllama mounts, the
+// agentFiles splits an agent's context as the plan lists it: files only
+// cllama reads (credentials, 0600) go to the Secret cllama mounts, the
 // others to the ConfigMap the agent mounts. Keys are the paths below the
 // agent's directory with "/" as "."; items map them back.
-func (r *renderer) agentFiles(id string) (secret, public map[string][]byte, secretItems, publicItems []corev1.KeyToPath, err error) {
+func (r *renderer) agentFiles(w *compile.Workload) (secret, public map[string][]byte, secretItems, publicItems []corev1.KeyToPath, err error) {
 	secret, public = map[string][]byte{}, map[string][]byte{}
-	prefix := path.Join(compile.ContextDir, id) + "/"
-	for _, p := range sortedKeys(r.files) {
-		rel, ok := strings.CutPrefix(p, prefix)
-		if !ok {
-			continue
+	prefix := path.Join(compile.ContextDir, w.Name) + "/"
+	for _, cf := range w.Context {
+		rel, ok := strings.CutPrefix(cf.Path, prefix)
+		f, written := r.files[cf.Path]
+		if !ok || !written {
+			return nil, nil, nil, nil, fmt.Errorf("kube: the compile result has no %s in the context of %s", cf.Path, w.Name)
 		}
-		f := r.files[p]
 		key := strings.ReplaceAll(rel, "/", ".")
 		if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
-			return nil, nil, nil, nil, fmt.Errorf("kube: %s cannot be a key: %s", p, strings.Join(errs, "; "))
+			return nil, nil, nil, nil, fmt.Errorf("kube: %s cannot be a key: %s", cf.Path, strings.Join(errs, "; "))
 		}
 		item := corev1.KeyToPath{Key: key, Path: rel}
 		dst, items := public, &publicItems
-		if f.Mode.Perm()&0o044 == 0 {
+		if cf.Secret {
 			dst, items = secret, &secretItems
 		}
 		if _, dup := dst[key]; dup {
-			return nil, nil, nil, nil, fmt.Errorf("kube: %s: two files of agent %s map to key %q", p, id, key)
+			return nil, nil, nil, nil, fmt.Errorf("kube: %s: two files of agent %s map to key %q", cf.Path, w.Name, key)
 		}
 		dst[key] = f.Data
 		*items = append(*items, item)
@@ -373,27 +324,20 @@ func (r *renderer) agentFiles(id string) (secret, public map[string][]byte, secr
 // what it mounts (contract, pod view, skills), its token Secret, the
 // Secret of the context only cllama reads, its authored environment and,
 // with native tools, the Secret of its MCP client configuration.
-func (r *renderer) agent(a *compile.Agent) error {
+func (r *renderer) agent(w *compile.Workload) error {
+	a := w.Agent
 	svc := r.p.Services[a.Service]
 	labels, selector := r.podLabels(RoleAgent, a.Service, a.ID)
 	objLabels := map[string]string{LabelRole: RoleAgent, LabelService: a.Service, LabelAgent: a.ID}
-	secretData, public, _, publicItems, err := r.agentFiles(a.ID)
+	secretData, public, _, publicItems, err := r.agentFiles(w)
 	if err != nil {
 		return err
 	}
-	authored := map[string]bool{}
-	for k := range svc.Compose.Environment {
-		authored[k] = true
-	}
-	token := ""
-	if a.Cllama {
-		token = a.Token
-	}
-	env, envData, err := envVars(a.ID, r.environment(a.ID), authored, token)
+	env, envData, err := r.envVars(a.ID, w.Env)
 	if err != nil {
 		return r.errf(a.Service, "environment", err.Error(), "rename the variable")
 	}
-	if token != "" {
+	if a.Cllama {
 		r.secret(a.ID+"-token", objLabels, map[string][]byte{"token": []byte(a.Token)})
 	}
 	if len(envData) > 0 {
@@ -408,45 +352,56 @@ func (r *renderer) agent(a *compile.Agent) error {
 		Data:       stringData(public),
 	})
 
-	ps, err := r.podSpec(a.Service, a.ID, svc.Compose, env)
+	ps, err := r.podSpec(w, svc.Compose, env)
 	if err != nil {
 		return err
 	}
-	// The contract and pod view are mounted file by file, as compose does,
-	// so the image's own /claw stays; skills are a directory.
+	// The plan's mounts: the contract and pod view file by file, as
+	// compose mounts them, so the image's own /claw stays; skills as a
+	// directory; the MCP client configuration, which holds the agent's
+	// token, from a Secret of its own mounted into this agent only.
 	ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-context", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-context"}},
 	}})
 	c := &ps.Containers[0]
-	for _, name := range []string{"AGENTS.md", "CLAWDAPUS.md"} {
-		if _, ok := public[name]; ok {
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-context", MountPath: path.Join(compile.AgentClawDir, name), SubPath: name, ReadOnly: true})
+	prefix := path.Join(compile.ContextDir, a.ID) + "/"
+	for _, m := range w.Mounts {
+		rel, inContext := strings.CutPrefix(m.Source, prefix)
+		switch {
+		case m.Source == compile.MCPConfigPath(a.ID):
+			f, ok := r.files[m.Source]
+			if !ok {
+				return fmt.Errorf("kube: the compile result has no %s", m.Source)
+			}
+			name := path.Base(m.Source)
+			r.secret(a.ID+"-mcp", objLabels, map[string][]byte{name: f.Data})
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-mcp", VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: a.ID + "-mcp"},
+			}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-mcp", MountPath: m.Target, SubPath: name, ReadOnly: m.ReadOnly})
+		case inContext && m.Dir:
+			var items []corev1.KeyToPath
+			for _, it := range publicItems {
+				if sub, ok := strings.CutPrefix(it.Path, rel+"/"); ok {
+					items = append(items, corev1.KeyToPath{Key: it.Key, Path: sub})
+				}
+			}
+			if len(items) == 0 {
+				continue
+			}
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-" + rel, VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-context"}, Items: items},
+			}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-" + rel, MountPath: m.Target, ReadOnly: m.ReadOnly})
+		case inContext:
+			key := strings.ReplaceAll(rel, "/", ".")
+			if _, ok := public[key]; !ok {
+				return fmt.Errorf("kube: %s is mounted into agent %s but is no file it may read", m.Source, a.ID)
+			}
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-context", MountPath: m.Target, SubPath: key, ReadOnly: m.ReadOnly})
+		default:
+			return fmt.Errorf("kube: agent %s mounts %s, which has no rendering here", a.ID, m.Source)
 		}
-	}
-	var skills []corev1.KeyToPath
-	for _, it := range publicItems {
-		if rel, ok := strings.CutPrefix(it.Path, "skills/"); ok {
-			skills = append(skills, corev1.KeyToPath{Key: it.Key, Path: rel})
-		}
-	}
-	if len(skills) > 0 {
-		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-skills", VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: a.ID + "-context"}, Items: skills},
-		}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-skills", MountPath: compile.AgentSkillsDir, ReadOnly: true})
-	}
-	if compile.NativeEnv(a) != nil {
-		// The MCP client configuration holds the agent's token: a Secret
-		// of its own, mounted into this agent only, as compose does.
-		f, ok := r.files[compile.MCPConfigPath(a.ID)]
-		if !ok {
-			return fmt.Errorf("kube: the compile result has no %s", compile.MCPConfigPath(a.ID))
-		}
-		r.secret(a.ID+"-mcp", objLabels, map[string][]byte{compile.MCPConfigName: f.Data})
-		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "claw-mcp", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: a.ID + "-mcp"},
-		}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "claw-mcp", MountPath: compile.AgentMCPConfig, SubPath: compile.MCPConfigName, ReadOnly: true})
 	}
 	if err := checkVolumeNames(ps); err != nil {
 		return r.errf(a.Service, "volumes", err.Error(), "rename the volume")
@@ -457,36 +412,26 @@ func (r *renderer) agent(a *compile.Agent) error {
 
 // service renders a pod service: a Deployment, or a StatefulSet when it
 // keeps a named volume of its own, and its authored environment.
-func (r *renderer) service(name string) error {
-	svc := r.p.Services[name]
-	sc := svc.Compose
+func (r *renderer) service(w *compile.Workload) error {
+	name := w.Name
+	sc := r.p.Services[name].Compose
 	labels, selector := r.podLabels(RoleService, name, "")
 	objLabels := map[string]string{LabelRole: RoleService, LabelService: name}
-	authored := map[string]bool{}
-	for k := range sc.Environment {
-		authored[k] = true
-	}
-	env, envData, err := envVars(name, r.environment(name), authored, "")
+	env, envData, err := r.envVars(name, w.Env)
 	if err != nil {
 		return r.errf(name, "environment", err.Error(), "rename the variable")
 	}
 	if len(envData) > 0 {
 		r.secret(name+"-env", objLabels, envData)
 	}
-	ps, err := r.podSpec(name, name, sc, env)
+	ps, err := r.podSpec(w, sc, env)
 	if err != nil {
 		return err
 	}
 	if err := checkVolumeNames(ps); err != nil {
 		return r.errf(name, "volumes", err.Error(), "rename the volume")
 	}
-	replicas := int32(1)
-	switch {
-	case sc.Deploy != nil && sc.Deploy.Replicas != nil:
-		replicas = int32(*sc.Deploy.Replicas)
-	case sc.Scale != nil:
-		replicas = int32(*sc.Scale)
-	}
+	replicas := int32(w.Replicas)
 	templates := r.claimTemplates(name, sc)
 	if len(templates) > 0 {
 		r.add("StatefulSet", name, &appsv1.StatefulSet{
@@ -553,7 +498,7 @@ func (r *renderer) kubeService(name string, objLabels, selector map[string]strin
 // reach back to one replica, under the replica's id.
 func (r *renderer) agentServices() error {
 	names := map[string]bool{}
-	for _, ar := range r.res.Perimeter.Agents {
+	for _, ar := range r.plan.Perimeter.Agents {
 		for _, reach := range ar.Reaches {
 			if reach.Agent {
 				names[reach.Service] = true

@@ -114,11 +114,13 @@ func protocol(s string) (corev1.Protocol, error) {
 
 func intOrName(name string) intstr.IntOrString { return intstr.FromString(name) }
 
-// podSpec renders a compose service's container. workload is the object
-// it runs in (an agent id or the service name).
-func (r *renderer) podSpec(service, workload string, sc types.ServiceConfig, env []corev1.EnvVar) (corev1.PodSpec, error) {
+// podSpec renders a workload's container: what the plan says of it (its
+// image, health check and env, already rendered) and the rest of its
+// service's compose definition.
+func (r *renderer) podSpec(w *compile.Workload, sc types.ServiceConfig, env []corev1.EnvVar) (corev1.PodSpec, error) {
+	service, workload := w.Service, w.Name
 	r.unrendered(service, sc)
-	image, err := r.imageOf(workload, service, sc)
+	image, err := r.imageOf(w)
 	if err != nil {
 		return corev1.PodSpec{}, err
 	}
@@ -132,7 +134,7 @@ func (r *renderer) podSpec(service, workload string, sc types.ServiceConfig, env
 		Env:             env,
 		TTY:             sc.Tty,
 		Stdin:           sc.StdinOpen,
-		ReadinessProbe:  probe(sc.HealthCheck),
+		ReadinessProbe:  probe(w.HealthCheck),
 		Resources:       resources(sc),
 	}
 	for _, p := range r.ports[service] {
@@ -199,11 +201,11 @@ func (r *renderer) unrendered(service string, sc types.ServiceConfig) {
 	}
 }
 
-// probe renders a compose health check as a readiness probe (compose
+// probe renders a workload's health check as a readiness probe (compose
 // restarts nothing on it either). Compose's defaults: every 30 s, 30 s
 // timeout, 3 retries.
-func probe(hc *types.HealthCheckConfig) *corev1.Probe {
-	if hc == nil || hc.Disable || len(hc.Test) == 0 {
+func probe(hc *compile.HealthCheck) *corev1.Probe {
+	if hc == nil || len(hc.Test) == 0 {
 		return nil
 	}
 	var cmd []string
@@ -218,11 +220,11 @@ func probe(hc *types.HealthCheckConfig) *corev1.Probe {
 	if len(cmd) == 0 {
 		return nil
 	}
-	secs := func(d *types.Duration, def int32) int32 {
+	secs := func(d *time.Duration, def int32) int32 {
 		if d == nil {
 			return def
 		}
-		return max(int32(time.Duration(*d)/time.Second), 1)
+		return max(int32(*d/time.Second), 1)
 	}
 	p := &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}},
@@ -231,7 +233,7 @@ func probe(hc *types.HealthCheckConfig) *corev1.Probe {
 		FailureThreshold: 3,
 	}
 	if hc.StartPeriod != nil {
-		p.InitialDelaySeconds = int32(time.Duration(*hc.StartPeriod) / time.Second)
+		p.InitialDelaySeconds = int32(*hc.StartPeriod / time.Second)
 	}
 	if hc.Retries != nil && *hc.Retries > 0 {
 		p.FailureThreshold = int32(min(*hc.Retries, math.MaxInt32))
