@@ -77,7 +77,9 @@ type Store struct {
 	// marks remembers the ambiguity marks that size or count pressure
 	// evicted (key -> when marked), oldest first in markOrder, so a key
 	// two conversations claimed stays unrestorable for as long as a mark
-	// would have lived; bounded by maxMarks, and kept in memory only.
+	// would have lived; bounded by maxMarksPerEntry times the entry bound.
+	// With a directory each is also a small <key>.mark file, so they
+	// survive a restart.
 	marks     map[string]*list.Element
 	markOrder *list.List
 }
@@ -146,6 +148,7 @@ var ErrAmbiguous = errors.New("continuity key claimed twice")
 
 const (
 	entrySuffix = ".json"
+	markSuffix  = ".mark"
 	// tempPrefix names an entry being written; one left behind is from a
 	// write a crash or a full disk interrupted.
 	tempPrefix = ".tmp-"
@@ -191,17 +194,29 @@ func (s *Store) load() error {
 		return fmt.Errorf("continuity store: %w", err)
 	}
 	var loaded []*storeEntry
+	var marks []markEntry
 	for _, de := range des {
 		name := de.Name()
 		if !de.IsDir() && strings.HasPrefix(name, tempPrefix) {
 			_ = os.Remove(filepath.Join(s.dir, name))
 			continue
 		}
-		if !de.Type().IsRegular() || !strings.HasSuffix(name, entrySuffix) {
+		if !de.Type().IsRegular() {
 			continue
 		}
 		info, err := de.Info()
 		if err != nil {
+			continue
+		}
+		if key, ok := strings.CutSuffix(name, markSuffix); ok {
+			if s.now().Sub(info.ModTime()) > s.maxAge {
+				_ = os.Remove(filepath.Join(s.dir, name))
+				continue
+			}
+			marks = append(marks, markEntry{key: key, used: info.ModTime()})
+			continue
+		}
+		if !strings.HasSuffix(name, entrySuffix) {
 			continue
 		}
 		if s.now().Sub(info.ModTime()) > s.maxAge || info.Size() > s.maxEntryBytes {
@@ -211,8 +226,12 @@ func (s *Store) load() error {
 		loaded = append(loaded, &storeEntry{key: strings.TrimSuffix(name, entrySuffix), size: info.Size(), used: info.ModTime()})
 	}
 	sort.Slice(loaded, func(i, j int) bool { return loaded[i].used.Before(loaded[j].used) })
+	sort.Slice(marks, func(i, j int) bool { return marks[i].used.Before(marks[j].used) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, m := range marks {
+		s.rememberMarkLocked(m.key, m.used)
+	}
 	for _, e := range loaded {
 		s.entries[e.key] = s.lru.PushFront(e)
 		s.bytes += e.size
@@ -450,8 +469,9 @@ func (s *Store) Bytes() int64 {
 func (s *Store) evictLocked() {
 	for s.lru.Len() > s.max || s.bytes > s.maxBytes {
 		el := s.lru.Back()
-		if e := el.Value.(*storeEntry); e.ambiguous {
-			s.rememberMarkLocked(e.key, e.used)
+		if e := el.Value.(*storeEntry); s.isMarkLocked(e) {
+			s.retireMarkLocked(el)
+			continue
 		}
 		s.removeLocked(el)
 	}
@@ -464,7 +484,40 @@ func (s *Store) evictLocked() {
 	}
 }
 
-// rememberMarkLocked keeps an evicted mark's key.
+// isMarkLocked reports whether e is an ambiguity mark. An entry indexed
+// at start-up and never read may be one: a file small enough to be a mark
+// is read to know (a mark's file is tens of bytes).
+func (s *Store) isMarkLocked(e *storeEntry) bool {
+	if e.ambiguous || s.dir == "" || e.messages != nil || e.size > maxMarkFileBytes {
+		return e.ambiguous
+	}
+	b, err := os.ReadFile(s.path(e.key))
+	var f storeFile
+	return err == nil && json.Unmarshal(b, &f) == nil && f.Ambiguous
+}
+
+// maxMarkFileBytes is more than a mark's file ever takes.
+const maxMarkFileBytes = 256
+
+// retireMarkLocked evicts a mark's entry and remembers the mark: with a
+// directory, its file becomes <key>.mark.
+func (s *Store) retireMarkLocked(el *list.Element) {
+	e := el.Value.(*storeEntry)
+	s.lru.Remove(el)
+	delete(s.entries, e.key)
+	s.bytes -= e.size
+	if s.dir != "" {
+		if err := os.Rename(s.path(e.key), s.markPath(e.key)); err != nil {
+			_ = os.Remove(s.path(e.key))
+		}
+	}
+	s.rememberMarkLocked(e.key, e.used)
+}
+
+func (s *Store) markPath(key string) string { return filepath.Join(s.dir, key+markSuffix) }
+
+// rememberMarkLocked keeps an evicted mark's key; the oldest marks beyond
+// the bound are forgotten (and their files removed).
 func (s *Store) rememberMarkLocked(key string, used time.Time) {
 	if el, ok := s.marks[key]; ok {
 		s.markOrder.Remove(el)
@@ -473,19 +526,26 @@ func (s *Store) rememberMarkLocked(key string, used time.Time) {
 	for s.markOrder.Len() > s.max*maxMarksPerEntry {
 		oldest := s.markOrder.Front()
 		s.markOrder.Remove(oldest)
-		delete(s.marks, oldest.Value.(*markEntry).key)
+		s.forgetMarkLocked(oldest.Value.(*markEntry).key)
+	}
+}
+
+func (s *Store) forgetMarkLocked(key string) {
+	delete(s.marks, key)
+	if s.dir != "" {
+		_ = os.Remove(s.markPath(key))
 	}
 }
 
 // markedLocked reports whether key has a remembered mark not yet aged
-// out (an aged one is dropped).
+// out. Either way the mark is dropped: a live one becomes an entry again.
 func (s *Store) markedLocked(key string) bool {
 	el, ok := s.marks[key]
 	if !ok {
 		return false
 	}
 	s.markOrder.Remove(el)
-	delete(s.marks, key)
+	s.forgetMarkLocked(key)
 	return s.now().Sub(el.Value.(*markEntry).used) <= s.maxAge
 }
 

@@ -324,3 +324,53 @@ func TestStoreEvictedMarkStillGuards(t *testing.T) {
 		t.Fatalf("a mark past the store's age must be forgotten: %v", err)
 	}
 }
+
+// An evicted mark survives a restart of a store with a directory, and so
+// does a mark evicted while the store is opened (its file not yet read);
+// the mark files stay bounded.
+func TestStoreEvictedMarkSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	open := func(max int) *Store {
+		s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open(2)
+	_ = s.PutOnce("k", msgs("conversation 1"))
+	if err := s.PutOnce("k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
+		t.Fatal(err)
+	}
+	_ = s.Put("x", msgs("x"))
+	_ = s.Put("y", msgs("y")) // the mark is evicted
+	s = open(2)               // a restart
+	if err := s.PutOnce("k", msgs("conversation 3")); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("after a restart, a claim of a key whose mark was evicted: %v, want ErrAmbiguous", err)
+	}
+	if _, ok := s.Get("k"); ok {
+		t.Fatal("the key restored messages")
+	}
+
+	// The mark is an entry again; reopening with room for one entry
+	// evicts it at load, unread: it is still a mark.
+	time.Sleep(10 * time.Millisecond) // a newer file than x and y
+	_ = s.Put("z", msgs("z"))
+	s = open(1)
+	if err := s.PutOnce("k", msgs("conversation 4")); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("a mark evicted while the store opened: %v, want ErrAmbiguous", err)
+	}
+
+	// Bounded: at most maxMarksPerEntry marks per entry of the bound.
+	s = open(1)
+	for i := range 20 {
+		key := fmt.Sprintf("m%d", i)
+		_ = s.PutOnce(key, msgs("a"))
+		_ = s.PutOnce(key, msgs("b"))
+		_ = s.Put(fmt.Sprintf("e%d", i), msgs("e"))
+	}
+	marks, _ := filepath.Glob(filepath.Join(dir, "*"+markSuffix))
+	if len(marks) > maxMarksPerEntry {
+		t.Fatalf("%d mark files for a bound of 1 entry", len(marks))
+	}
+}
