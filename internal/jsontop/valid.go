@@ -1,5 +1,10 @@
 package jsontop
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // maxDepth matches encoding/json's nesting limit, so both accept the same
 // documents.
 const maxDepth = 10000
@@ -120,6 +125,18 @@ func (v *validator) array(i, depth int) (int, bool) {
 func (v *validator) str(i int) (int, bool) {
 	b := v.b
 	for i++; i < len(b); i++ {
+		// Skip eight bytes at a time to the next one that needs a look
+		// (a quote, a backslash or a control character).
+		for i+8 <= len(b) {
+			if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -144,6 +161,19 @@ func (v *validator) str(i int) (int, bool) {
 		}
 	}
 	return i, false
+}
+
+// special8 marks the bytes of x (eight bytes of a string's body, first
+// byte lowest) that are a quote, a backslash or a control character: the
+// lowest set bit, if any, is the high bit of the first such byte (bits
+// above it may be set for bytes that are not).
+func special8(x uint64) uint64 {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((q-ones) & ^q | (bs-ones) & ^bs | (x-ones*0x20) & ^x) & high
 }
 
 func isHex(c byte) bool {
