@@ -54,6 +54,18 @@ func SplitArray(raw []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
+// Elements returns the elements of raw when it is an array (ok is false
+// for any other value: callers decode that with encoding/json for its
+// error). raw must be valid JSON, a member of a document DecodeObject or
+// DecodeBody accepted; the elements are slices of it.
+func Elements(raw []byte) ([]json.RawMessage, bool) {
+	if i := jsontop.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out, err := SplitArray(raw)
+	return out, err == nil
+}
+
 // DecodeBody validates a request body once and splits its top level.
 func DecodeBody(body []byte) (map[string]json.RawMessage, error) {
 	if !jsontop.Valid(body) {
