@@ -102,7 +102,8 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 
 // restore inserts stored hidden rounds into msgs and returns the new
 // message list and the chain over the visible messages. It hashes the
-// messages once, then asks the store for every assistant message's key
+// messages once (the chain's steps and keys memoised, like the messages'
+// digests), then asks the store for every assistant message's key
 // (in one GetMany when the store reads many at once), in order.
 func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
 	// ask is an assistant message: its index, its key, and where the run
@@ -124,9 +125,20 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		case wire.RolePrelude:
 			continue
 		}
-		c = c.next(canon.digest)
+		sk := stepKey{format: f.Name(), agent: agent, prev: c, digest: canon.digest}
+		step, ok := memo.step(sk)
+		if !ok {
+			step.next = c.next(canon.digest)
+		}
+		c = step.next
 		if canon.role == wire.RoleAssistant && store != nil {
-			asks = append(asks, ask{i: i, lead: lead, key: continuityKey(f.Name(), agent, c)})
+			if step.key == "" {
+				step.key, ok = continuityKey(f.Name(), agent, c), false
+			}
+			asks = append(asks, ask{i: i, lead: lead, key: step.key})
+		}
+		if !ok {
+			memo.putStep(sk, step)
 		}
 		lead = i + 1
 	}
