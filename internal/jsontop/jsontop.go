@@ -15,6 +15,7 @@
 package jsontop
 
 import (
+	"bytes"
 	"encoding/json"
 	"iter"
 	"unicode/utf8"
@@ -195,15 +196,20 @@ func SkipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] (a
-// quote), or len(b)+1 when it is unterminated.
+// quote), or len(b)+1 when it is unterminated. It jumps from quote to
+// quote (bytes.IndexByte scans many bytes at a time) and looks for escapes
+// only between them: message content is long runs of plain text.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b) + 1
 		}
+		e := bytes.IndexByte(b[i:i+q], '\\')
+		if e < 0 {
+			return i + q + 1
+		}
+		i += e + 2 // the escape and the byte it escapes
 	}
 	return len(b) + 1
 }

@@ -1,6 +1,9 @@
 package jsontop
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // maxDepth matches encoding/json's nesting limit, so both accept the same
 // documents.
@@ -122,9 +125,13 @@ func (v *validator) array(i, depth int) (int, bool) {
 func (v *validator) str(i int) (int, bool) {
 	b := v.b
 	for i++; i < len(b); i++ {
-		// Eight bytes at a time while none of them ends the string, starts
-		// an escape or is a control character: the bulk of a transcript.
-		for len(b)-i >= 8 && !special(binary.LittleEndian.Uint64(b[i:])) {
+		// Skip eight bytes at a time to the next one that needs a look
+		// (a quote, a backslash or a control character).
+		for i+8 <= len(b) {
+			if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		if i >= len(b) {
@@ -156,17 +163,17 @@ func (v *validator) str(i int) (int, bool) {
 	return i, false
 }
 
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// special reports whether one of the eight bytes in x is a quote, a
-// backslash or below 0x20 (the classic word-at-a-time tests: a byte below
-// n sets its high bit in x - n·ones where x's own high bit is clear).
-func special(x uint64) bool {
+// special8 marks the bytes of x (eight bytes of a string's body, first
+// byte lowest) that are a quote, a backslash or a control character: the
+// lowest set bit, if any, is the high bit of the first such byte (bits
+// above it may be set for bytes that are not).
+func special8(x uint64) uint64 {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
 	q, bs := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)|(q-ones)|(bs-ones))&^x&highs != 0
+	return ((q-ones) & ^q | (bs-ones) & ^bs | (x-ones*0x20) & ^x) & high
 }
 
 func isHex(c byte) bool {

@@ -98,17 +98,25 @@ func TestValidStringsAtEveryOffset(t *testing.T) {
 }
 
 func BenchmarkValid(b *testing.B) {
-	doc := []byte(`{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet \u00e9 \"q\""},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`)
-	b.Run("jsontop", func(b *testing.B) {
-		b.SetBytes(int64(len(doc)))
-		for b.Loop() {
-			Valid(doc)
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.SetBytes(int64(len(doc)))
-		for b.Loop() {
-			json.Valid(doc)
-		}
-	})
+	docs := []struct{ name, doc string }{
+		// Short strings with escapes in each.
+		{"escapes", `{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet \u00e9 \"q\""},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`},
+		// A transcript: messages of a few hundred bytes of plain text.
+		{"transcript", `{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("portfolio context and a question about positions ", 5)+`"},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`},
+	}
+	for _, d := range docs {
+		doc := []byte(d.doc)
+		b.Run(d.name+"/jsontop", func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				Valid(doc)
+			}
+		})
+		b.Run(d.name+"/encoding-json", func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				json.Valid(doc)
+			}
+		})
+	}
 }

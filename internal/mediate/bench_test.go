@@ -41,7 +41,7 @@ func transcript(n int) []tmsg {
 	return out
 }
 
-func benchMediate(b *testing.B, k kit, rounds int, stream, cold bool) {
+func benchMediate(b *testing.B, k kit, rounds int, stream, cold, batch bool) {
 	schema := []byte(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
 	tools := &manifest.Tools{Version: 1, Policy: manifest.DefaultPolicy()}
 	for i := range 8 {
@@ -55,7 +55,15 @@ func benchMediate(b *testing.B, k kit, rounds int, stream, cold bool) {
 	}
 	script = append(script, k.upstreamResponse(step{Text: strings.Repeat("final answer text ", 40), Usage: u(100, 50)}, rounds))
 	body := k.runnerRequest(transcript(200), []string{"shell", "read_file", "write_file"}, stream, nil)
-	m, err := New(Options{Runner: instantRunner{}})
+	o := Options{Runner: instantRunner{}}
+	if batch { // a store read many keys at once, as the shared one is
+		st, err := OpenStore(StoreOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.Continuity = &batchStore{Store: st}
+	}
+	m, err := New(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,15 +106,17 @@ func cpuTime() time.Duration {
 // BenchmarkMediate reports the cost of a request with a 200-message
 // transcript and 0, 1 and 4 hidden rounds; the per-round cost is the
 // difference divided by the rounds. "cold" forgets the canonical-message
-// memo each time, as for a transcript the proxy has never seen.
+// memo each time, as for a transcript the proxy has never seen; "batch"
+// reads continuity through GetMany, as from the store replicas share.
 func BenchmarkMediate(b *testing.B) {
 	for _, k := range kits {
 		for _, stream := range []bool{false, true} {
 			for _, rounds := range []int{0, 1, 4} {
-				b.Run(fmt.Sprintf("%s/stream=%v/rounds=%d", k.format(), stream, rounds), func(b *testing.B) { benchMediate(b, k, rounds, stream, false) })
+				b.Run(fmt.Sprintf("%s/stream=%v/rounds=%d", k.format(), stream, rounds), func(b *testing.B) { benchMediate(b, k, rounds, stream, false, false) })
 			}
 		}
-		b.Run(fmt.Sprintf("%s/cold/rounds=0", k.format()), func(b *testing.B) { benchMediate(b, k, 0, false, true) })
+		b.Run(fmt.Sprintf("%s/cold/rounds=0", k.format()), func(b *testing.B) { benchMediate(b, k, 0, false, true, false) })
+		b.Run(fmt.Sprintf("%s/batch/rounds=1", k.format()), func(b *testing.B) { benchMediate(b, k, 1, false, false, true) })
 	}
 }
 

@@ -61,15 +61,19 @@ func (c chain) next(canonDigest [sha256.Size]byte) chain {
 	return chain(sha256.Sum256(buf[:]))
 }
 
-// continuityKey scopes a chain to a format and an agent.
+// continuityKey scopes a chain to a format and an agent: the hex SHA-256
+// of format, 0, agent, 0 and the chain.
 func continuityKey(format, agent string, c chain) string {
-	h := sha256.New()
-	h.Write([]byte(format))
-	h.Write([]byte{0})
-	h.Write([]byte(agent))
-	h.Write([]byte{0})
-	h.Write(c[:])
-	return hex.EncodeToString(h.Sum(nil))
+	var buf [256]byte
+	b := append(buf[:0], format...)
+	b = append(b, 0)
+	b = append(b, agent...)
+	b = append(b, 0)
+	b = append(b, c[:]...)
+	sum := sha256.Sum256(b)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // canonMemo is a message's role and the digest of its canonical form.
@@ -97,84 +101,83 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 }
 
 // restore inserts stored hidden rounds into msgs and returns the new
-// message list and the chain over the visible messages.
+// message list and the chain over the visible messages. It hashes the
+// messages once (the chain's steps and keys memoised, like the messages'
+// digests), then asks the store for every assistant message's key
+// (in one GetMany when the store reads many at once), in order.
 func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
-	var get func(string) ([]json.RawMessage, bool)
-	if store != nil {
-		get = store.Get
-		if b, ok := store.(ContinuityBatch); ok {
-			get = prefetch(f, memo, b, agent, msgs)
-		}
+	// ask is an assistant message: its index, its key, and where the run
+	// of prelude items right before it starts (i when there is none):
+	// hidden rounds go before that run.
+	type ask struct {
+		i, lead int
+		key     string
 	}
+	var asks []ask
 	c := chainSeed
-	out := msgs
-	copied := false
-	// lead is where the run of prelude items right before msgs[i] starts
-	// (i when there is none): hidden rounds go before it.
 	lead := 0
 	for i, m := range msgs {
 		canon := canonOf(f, memo, m)
 		switch canon.role {
-		case wire.RoleSystem, wire.RolePrelude:
-			if canon.role == wire.RoleSystem {
-				lead = i + 1
-			}
-			if copied {
-				out = append(out, m)
-			}
+		case wire.RoleSystem:
+			lead = i + 1
+			continue
+		case wire.RolePrelude:
 			continue
 		}
-		c = c.next(canon.digest)
-		if canon.role == wire.RoleAssistant && get != nil {
-			if hidden, ok := get(continuityKey(f.Name(), agent, c)); ok {
-				if !copied {
-					out = make([]json.RawMessage, 0, len(msgs)+len(hidden))
-					out = append(out, msgs[:i]...)
-					copied = true
-				}
-				// out ends with msgs[lead:i], the prelude of m, and
-				// no longer shares msgs' array.
-				out = append(out[:len(out)-(i-lead)], hidden...)
-				out = append(out, msgs[lead:i]...)
+		sk := stepKey{format: f.Name(), agent: agent, prev: c, digest: canon.digest}
+		step, ok := memo.step(sk)
+		if !ok {
+			step.next = c.next(canon.digest)
+		}
+		c = step.next
+		if canon.role == wire.RoleAssistant && store != nil {
+			if step.key == "" {
+				step.key, ok = continuityKey(f.Name(), agent, c), false
 			}
+			asks = append(asks, ask{i: i, lead: lead, key: step.key})
+		}
+		if !ok {
+			memo.putStep(sk, step)
 		}
 		lead = i + 1
-		if copied {
-			out = append(out, m)
-		}
 	}
-	return out, c
-}
-
-// prefetch looks up, in one GetMany, the keys restore will ask for (the
-// chain at each assistant message, as restore computes it) and answers
-// restore's lookups from what it found.
-func prefetch(f wire.ToolLoop, memo *canonCache, store ContinuityBatch, agent string, msgs []json.RawMessage) func(string) ([]json.RawMessage, bool) {
-	c := chainSeed
-	var keys []string
-	for _, m := range msgs {
-		canon := canonOf(f, memo, m)
-		if canon.role == wire.RoleSystem || canon.role == wire.RolePrelude {
-			continue
-		}
-		c = c.next(canon.digest)
-		if canon.role == wire.RoleAssistant {
-			keys = append(keys, continuityKey(f.Name(), agent, c))
-		}
+	if len(asks) == 0 {
+		return msgs, c
 	}
-	if len(keys) == 0 {
-		return func(string) ([]json.RawMessage, bool) { return nil, false }
-	}
-	found := store.GetMany(keys)
-	// restore asks for the keys in this order: a cursor finds each.
-	next := 0
-	return func(key string) ([]json.RawMessage, bool) {
-		for i := next; i < len(keys) && i < len(found); i++ {
-			if keys[i] == key {
-				next = i + 1
-				return found[i], len(found[i]) > 0
+	var found [][]json.RawMessage
+	if b, ok := store.(ContinuityBatch); ok {
+		keys := make([]string, len(asks))
+		for j, a := range asks {
+			keys[j] = a.key
+		}
+		found = b.GetMany(keys)
+	} else {
+		found = make([][]json.RawMessage, len(asks))
+		for j, a := range asks {
+			if hidden, ok := store.Get(a.key); ok {
+				found[j] = hidden
 			}
 		}
-		return nil, false
 	}
+	n := len(msgs)
+	for j := range asks {
+		if j < len(found) {
+			n += len(found[j])
+		}
+	}
+	if n == len(msgs) {
+		return msgs, c
+	}
+	out := make([]json.RawMessage, 0, n)
+	next := 0 // msgs[next:] are not in out yet
+	for j, a := range asks {
+		if j >= len(found) || len(found[j]) == 0 {
+			continue
+		}
+		out = append(out, msgs[next:a.lead]...)
+		out = append(out, found[j]...)
+		next = a.lead
+	}
+	return append(out, msgs[next:]...), c
 }

@@ -93,8 +93,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// canonCacheSize bounds the canonical-message memo per generation (two
-// generations of about 100 bytes an entry: a few MB at most).
+// canonCacheSize bounds the canonical-message memo and the chain-step
+// memo per generation (two generations each, of about 100 and 250 bytes
+// an entry: about 11 MB at most).
 const canonCacheSize = 1 << 14
 
 // Mediator implements exchange.Mediator. It is safe for concurrent use.

@@ -61,8 +61,15 @@ func ObjectArguments(raw []byte) ([]byte, error) {
 	return c, nil
 }
 
-// DecodeObject decodes a JSON object into a map of raw members.
+// DecodeObject decodes a JSON object into a map of raw members. The
+// members are slices of raw (capacity capped: appending to one copies it),
+// not copies: raw must not change while they are in use. It validates raw
+// once and splits it without decoding (what encoding/json accepts, with
+// its error text for what it does not).
 func DecodeObject(raw []byte) (map[string]json.RawMessage, error) {
+	if i := jsontop.SkipSpace(raw, 0); i < len(raw) && raw[i] == '{' && jsontop.Valid(raw) {
+		return SplitObject(raw)
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)

@@ -14,7 +14,7 @@ import (
 
 // SplitObject returns the members of a JSON object as raw values (last
 // one wins for a repeated key, as encoding/json does). raw must be valid
-// JSON (json.Valid); anything but an object is an error.
+// JSON (jsontop.Valid); anything but an object is an error.
 func SplitObject(raw []byte) (map[string]json.RawMessage, error) {
 	i := jsontop.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -54,9 +54,21 @@ func SplitArray(raw []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
+// Elements returns the elements of raw when it is an array (ok is false
+// for any other value: callers decode that with encoding/json for its
+// error). raw must be valid JSON, a member of a document DecodeObject or
+// DecodeBody accepted; the elements are slices of it.
+func Elements(raw []byte) ([]json.RawMessage, bool) {
+	if i := jsontop.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out, err := SplitArray(raw)
+	return out, err == nil
+}
+
 // DecodeBody validates a request body once and splits its top level.
 func DecodeBody(body []byte) (map[string]json.RawMessage, error) {
-	if !json.Valid(body) {
+	if !jsontop.Valid(body) {
 		return nil, fmt.Errorf("%w: invalid JSON", ErrMalformed)
 	}
 	return SplitObject(body)

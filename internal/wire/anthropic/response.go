@@ -34,7 +34,8 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 		return nil, err
 	}
 	v := &view{top: top}
-	if err := json.Unmarshal(top["content"], &v.blocks); err != nil || v.blocks == nil {
+	var ok bool
+	if v.blocks, ok = wire.Elements(top["content"]); !ok {
 		return nil, fmt.Errorf("%w: content: want an array of blocks", wire.ErrMalformed)
 	}
 	resp := &wire.Response{Raw: body, Priv: v}

@@ -34,22 +34,24 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	var choices []map[string]json.RawMessage
-	if err := json.Unmarshal(top["choices"], &choices); err != nil || len(choices) == 0 || choices[0] == nil {
+	choice, ok := firstChoice(top["choices"])
+	if !ok {
 		return nil, fmt.Errorf("%w: choices: want a non-empty array of objects", wire.ErrMalformed)
 	}
-	msg, err := wire.DecodeObject(choices[0]["message"])
+	msg, err := wire.DecodeObject(choice["message"])
 	if err != nil {
 		return nil, fmt.Errorf("%w: choices[0].message", wire.ErrMalformed)
 	}
 	resp := &wire.Response{Raw: body}
 	resp.ID, _ = wire.String(top["id"])
 	resp.Model, _ = wire.String(top["model"])
-	resp.Stop, _ = wire.String(choices[0]["finish_reason"])
+	resp.Stop, _ = wire.String(choice["finish_reason"])
 	resp.Text = contentText(msg["content"])
 	v := &view{top: top, message: msg, created: top["created"]}
 	if raw, ok := msg["tool_calls"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &v.calls); err != nil {
+		var ok bool
+		if v.calls, ok = wire.Elements(raw); !ok {
+			err := json.Unmarshal(raw, &v.calls)
 			return nil, fmt.Errorf("%w: tool_calls: %v", wire.ErrMalformed, err)
 		}
 		for i, c := range v.calls {
@@ -88,6 +90,24 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	}
 	resp.Priv = v
 	return resp, nil
+}
+
+// firstChoice is the first element of choices, which must be a non-empty
+// array of objects (null elements allowed after the first), as decoding
+// it into []map[string]json.RawMessage requires. choices is a member of
+// a validated body.
+func firstChoice(choices json.RawMessage) (map[string]json.RawMessage, bool) {
+	elems, ok := wire.Elements(choices)
+	if !ok || len(elems) == 0 {
+		return nil, false
+	}
+	for _, e := range elems {
+		if e[0] != '{' && e[0] != 'n' { // an object or null
+			return nil, false
+		}
+	}
+	first, err := wire.SplitObject(elems[0])
+	return first, err == nil
 }
 
 // contentText is the text of a content value: a string, null, or parts.

@@ -40,7 +40,8 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	v := &view{top: top}
 	if raw, ok := top["output"]; !ok || string(raw) == "null" {
 		return nil, fmt.Errorf("%w: output: want an array of items", wire.ErrMalformed)
-	} else if err := json.Unmarshal(raw, &v.items); err != nil {
+	} else if v.items, ok = wire.Elements(raw); !ok {
+		err := json.Unmarshal(raw, &v.items)
 		return nil, fmt.Errorf("%w: output: %v", wire.ErrMalformed, err)
 	}
 	resp := &wire.Response{Raw: body, Priv: v}
