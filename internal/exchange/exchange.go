@@ -35,15 +35,20 @@ type Exchange struct {
 	Stream        bool
 	// Original is the runner's body exactly as received.
 	Original []byte
-	// Body is the body to send upstream. The Decorator sees it with the
-	// runner's model; the edge then rewrites the model (to UpstreamModel)
-	// before a Mediator or a token count sees it, and a passthrough sends
-	// it as slices of the runner's bytes around the new model, uncopied.
+	// Body is the body to send upstream, with the runner's model: the
+	// Decorator sees it so, and so does a Mediator, which sends
+	// UpstreamModel in its place. A passthrough sends it as slices of the
+	// runner's bytes around the new model, uncopied; a token count, with
+	// the model rewritten.
 	// Stages replace it; they never mutate the slice in place.
 	Body []byte
 	// Send performs one upstream call with the provider's credentials and
 	// the forwarded headers applied. The caller closes the response body.
 	Send func(ctx context.Context, body []byte) (*http.Response, error)
+	// SendParts, when set, is Send with the body given as slices sent one
+	// after the other (none copied): a Mediator sends a round whose
+	// transcript holds large documents this way.
+	SendParts func(ctx context.Context, body [][]byte) (*http.Response, error)
 	// Created, set by the edge for formats whose provider stores what it
 	// generates (wire.Stored: the Responses API), records that this
 	// exchange's agent, at this provider, owns the stored object id: cllama

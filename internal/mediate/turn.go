@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,6 +98,11 @@ func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *f
 	if err != nil {
 		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: request body: " + err.Error()}
 	}
+	if x.UpstreamModel != "" && x.UpstreamModel != x.Model {
+		// The edge leaves the runner's "<provider>/<model>" in the body
+		// (rewriting it would copy the body); the provider gets its own.
+		req.Fields["model"] = wire.Quote(x.UpstreamModel)
+	}
 	t.req = req
 	cat, err := m.catalogs.get(x.Agent.Tools, m.loopList)
 	if err != nil {
@@ -164,7 +170,7 @@ func (t *turn) round(ctx, parent context.Context) (outcome, bool) {
 
 // ask makes one upstream call with the request as it stands.
 func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
-	body, err := t.req.Encode()
+	body, err := t.req.EncodeParts()
 	if err != nil {
 		return nil, internalFailure("encoding the upstream request: %v", err)
 	}
@@ -211,8 +217,14 @@ func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
 
 // send makes one upstream call and reads its answer (bounded), with the
 // provider's Retry-After.
-func (t *turn) send(ctx, parent context.Context, body []byte) (int, []byte, string, *failure) {
-	res, err := t.x.Send(ctx, body)
+func (t *turn) send(ctx, parent context.Context, body [][]byte) (int, []byte, string, *failure) {
+	var res *http.Response
+	var err error
+	if t.x.SendParts != nil {
+		res, err = t.x.SendParts(ctx, body)
+	} else {
+		res, err = t.x.Send(ctx, bytes.Join(body, nil))
+	}
 	if err != nil {
 		return 0, nil, "", t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
 	}

@@ -155,6 +155,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return resp, err
 	}
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
+	x.SendParts = sendParts
 	if stored != nil {
 		x.Created = func(id string) { s.recordCreated(x, id) }
 	}
@@ -186,7 +187,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
 		return
 	}
-	if count || mediated {
+	if count && !mediated {
 		x.Body = slices.Concat(upstream...)
 	}
 	if count {

@@ -104,28 +104,54 @@ type Request struct {
 // copied as they are instead of being re-validated by encoding/json: on a
 // long transcript that is most of the proxy's own cost per round.
 func (r *Request) Encode() ([]byte, error) {
+	parts, err := r.encode(false)
+	if err != nil {
+		return nil, err
+	}
+	return parts[0], nil
+}
+
+// EncodeParts is Encode as the slices that make the document, sent one
+// after the other: members and messages of largeItem bytes or more are
+// the request's own slices, not copies, so a round of a turn whose
+// transcript holds a large document does not copy it again.
+func (r *Request) EncodeParts() ([][]byte, error) { return r.encode(true) }
+
+// largeItem is the size from which EncodeParts refers to an item rather
+// than copying it.
+const largeItem = 16 << 10
+
+func (r *Request) encode(refer bool) ([][]byte, error) {
 	list := r.MessagesKey
 	if list == "" {
 		list = "messages"
 	}
 	keys := make([]string, 0, len(r.Fields))
 	size := 64
+	add := func(n int) {
+		if !refer || n < largeItem {
+			size += n
+		}
+	}
 	for k, v := range r.Fields {
 		if k == list || k == "tools" {
 			continue
 		}
 		keys = append(keys, k)
-		size += len(k) + len(v) + 4
+		size += len(k) + 4
+		add(len(v))
 	}
 	sort.Strings(keys)
 	for _, m := range r.Messages {
-		size += len(m) + 1
+		size++
+		add(len(m))
 	}
 	for _, t := range r.Tools {
-		size += len(t) + 1
+		size++
+		add(len(t))
 	}
-	b := make([]byte, 0, size)
-	b = append(b, '{')
+	e := encoder{b: make([]byte, 0, size), refer: refer}
+	e.b = append(e.b, '{')
 	for _, k := range keys {
 		v := r.Fields[k]
 		if len(v) == 0 {
@@ -135,32 +161,53 @@ func (r *Request) Encode() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		b = append(b, kq...)
-		b = append(b, ':')
-		b = append(b, v...)
-		b = append(b, ',')
+		e.b = append(append(e.b, kq...), ':')
+		e.item(v)
+		e.b = append(e.b, ',')
 	}
-	b = append(b, '"')
-	b = append(b, list...) // a format's constant: needs no escaping
-	b = appendArray(append(b, `":`...), r.Messages)
+	e.b = append(e.b, '"')
+	e.b = append(e.b, list...) // a format's constant: needs no escaping
+	e.b = append(e.b, `":`...)
+	e.array(r.Messages)
 	if len(r.Tools) > 0 {
-		b = appendArray(append(b, `,"tools":`...), r.Tools)
+		e.b = append(e.b, `,"tools":`...)
+		e.array(r.Tools)
 	}
-	return append(b, '}'), nil
+	e.b = append(e.b, '}')
+	return append(e.parts, e.b), nil
 }
 
-func appendArray(b []byte, items []json.RawMessage) []byte {
-	b = append(b, '[')
+// encoder builds a document in b, or with refer as parts: what was built
+// so far, then each large item as it is.
+type encoder struct {
+	parts [][]byte
+	b     []byte
+	refer bool
+}
+
+func (e *encoder) item(it []byte) {
+	if !e.refer || len(it) < largeItem {
+		e.b = append(e.b, it...)
+		return
+	}
+	// The glue built so far is a part of its own; later glue goes in the
+	// rest of the same buffer (never over what the part holds).
+	e.parts = append(e.parts, e.b, it)
+	e.b = e.b[len(e.b):]
+}
+
+func (e *encoder) array(items []json.RawMessage) {
+	e.b = append(e.b, '[')
 	for i, it := range items {
 		if i > 0 {
-			b = append(b, ',')
+			e.b = append(e.b, ',')
 		}
 		if len(it) == 0 {
 			it = json.RawMessage("null")
 		}
-		b = append(b, it...)
+		e.item(it)
 	}
-	return append(b, ']')
+	e.b = append(e.b, ']')
 }
 
 // One wraps a single marshalled message as a message list, for
