@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -155,6 +157,31 @@ func TrimTexts(items []any) []any {
 // merged text and canonical non-text parts: a string, null and "" equal
 // the equivalent parts. textParts names the part types that carry text.
 func CanonContent(raw json.RawMessage, textParts ...string) []any {
+	return digestLargeTexts(canonContent(raw, textParts))
+}
+
+// largeText is the length from which a canonical text is its digest.
+const largeText = 64 << 10
+
+// digestLargeTexts replaces each text of largeText bytes or more by its
+// SHA-256: canonical forms are hashed, never read back, and encoding a
+// large text again (escaped, in a growing buffer) cost several times its
+// size in memory for a transcript holding a large document.
+func digestLargeTexts(items []any) []any {
+	for i, it := range items {
+		if s, ok := it.(string); ok && len(s) >= largeText {
+			h := sha256.New()
+			var buf [32 << 10]byte // no copy of the whole text
+			for j := 0; j < len(s); j += len(buf) {
+				h.Write(buf[:copy(buf[:], s[j:])])
+			}
+			items[i] = map[string]string{"type": "claw.text_sha256", "sha256": hex.EncodeToString(h.Sum(nil))}
+		}
+	}
+	return items
+}
+
+func canonContent(raw json.RawMessage, textParts []string) []any {
 	if s, ok := String(raw); ok {
 		return TrimTexts([]any{s})
 	}
