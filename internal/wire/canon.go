@@ -44,6 +44,19 @@ func marshalCanonical(v any) ([]byte, error) {
 // the way CanonicalJSON does.
 func MarshalCanonical(v any) ([]byte, error) { return marshalCanonical(v) }
 
+// Borrowed is a raw JSON value decoded by json.Unmarshal without a copy:
+// it keeps the slice of the document it came from (json.RawMessage copies).
+// Only for documents that are not modified while the value is in use, as
+// the proxy's bodies never are: a transcript holding a large document is
+// then not copied again to be read.
+type Borrowed []byte
+
+// UnmarshalJSON keeps data: json.Unmarshal passes a slice of its input.
+func (b *Borrowed) UnmarshalJSON(data []byte) error {
+	*b = data
+	return nil
+}
+
 // ObjectArguments returns raw as canonical JSON when it is a JSON object,
 // treating empty input as {}. Models sometimes send malformed arguments; the
 // error lets the caller answer with invalid_arguments instead of calling
@@ -136,7 +149,12 @@ func JoinText(parts []string) string { return strings.Join(parts, "") }
 // TrimTexts trims surrounding white space from the text items of a
 // canonical content list and drops the ones left empty: runners often
 // strip an answer's leading or trailing new lines before sending it back.
+// A text of largeText bytes or more then becomes its digest.
 func TrimTexts(items []any) []any {
+	return digestLargeTexts(trimTexts(items))
+}
+
+func trimTexts(items []any) []any {
 	out := items[:0]
 	for _, it := range items {
 		if s, ok := it.(string); ok {
@@ -157,7 +175,7 @@ func TrimTexts(items []any) []any {
 // merged text and canonical non-text parts: a string, null and "" equal
 // the equivalent parts. textParts names the part types that carry text.
 func CanonContent(raw json.RawMessage, textParts ...string) []any {
-	return digestLargeTexts(canonContent(raw, textParts))
+	return canonContent(raw, textParts)
 }
 
 // largeText is the length from which a canonical text is its digest.

@@ -31,8 +31,8 @@ type canonResult struct {
 // Canonical implements wire.ToolLoop.
 func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	var m struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role    string        `json:"role"`
+		Content wire.Borrowed `json:"content"`
 	}
 	if err := json.Unmarshal(msg, &m); err != nil {
 		return wire.Canon{}, fmt.Errorf("%w: message: %v", wire.ErrMalformed, err)
@@ -46,7 +46,7 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	case "system":
 		return wire.Canon{Role: wire.RoleSystem}, nil
 	}
-	blocks := canonBlocks(m.Content)
+	blocks := canonBlocks(json.RawMessage(m.Content))
 	b, err := wire.MarshalCanonical(canonMessage{Role: m.Role, Content: blocks})
 	canon := wire.Canon{Role: role, Bytes: b}
 	if role == wire.RoleAssistant {

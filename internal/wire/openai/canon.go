@@ -26,10 +26,10 @@ type canonCall struct {
 // Canonical implements wire.ToolLoop.
 func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	var m struct {
-		Role         string          `json:"role"`
-		Content      json.RawMessage `json:"content"`
-		ToolCalls    []wireCall      `json:"tool_calls"`
-		ToolCallID   string          `json:"tool_call_id"`
+		Role         string        `json:"role"`
+		Content      wire.Borrowed `json:"content"`
+		ToolCalls    []wireCall    `json:"tool_calls"`
+		ToolCallID   string        `json:"tool_call_id"`
 		FunctionCall *struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
@@ -49,7 +49,7 @@ func (Format) Canonical(msg json.RawMessage) (wire.Canon, error) {
 	case "tool", "function":
 		role = wire.RoleTool
 	}
-	c := canonMessage{Role: m.Role, Content: wire.CanonContent(m.Content, "text"), CallID: m.ToolCallID}
+	c := canonMessage{Role: m.Role, Content: wire.CanonContent(json.RawMessage(m.Content), "text"), CallID: m.ToolCallID}
 	for _, tc := range m.ToolCalls {
 		c.Calls = append(c.Calls, canonCall{tc.ID, tc.Function.Name, wire.CanonArgs(tc.Function.Arguments)})
 	}
