@@ -19,6 +19,9 @@ type assembler struct {
 	created                int64
 	choices                map[int]*asmChoice
 	usage                  json.RawMessage
+	// chunk is decoded into for each event (nothing of it is kept from
+	// one event to the next), so a stream does not allocate one per event.
+	chunk asmChunk
 }
 
 type asmChoice struct {
@@ -68,8 +71,9 @@ type asmToolCallPart struct {
 }
 
 func (a *assembler) Observe(_ string, data []byte) {
-	var c asmChunk
-	if data[0] != '{' || !decodeChunk(data, &c) {
+	c := &a.chunk
+	*c = asmChunk{Choices: c.Choices[:0]}
+	if data[0] != '{' || !decodeChunk(data, c) {
 		return
 	}
 	if a.id == "" {

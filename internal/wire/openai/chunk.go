@@ -48,7 +48,10 @@ func fastChunk(data []byte, c *asmChunk) bool {
 			if v[0] != '[' {
 				return false
 			}
-			c.Choices = []asmChunkChoice{}
+			if c.Choices == nil {
+				c.Choices = make([]asmChunkChoice, 0, 1)
+			}
+			c.Choices = c.Choices[:0] // a caller's reused slice
 			for start, end := range jsontop.Elements(v, 0) {
 				var ch asmChunkChoice
 				if !fastChoice(v[start:end], &ch) {
