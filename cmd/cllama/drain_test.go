@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,13 +31,9 @@ func TestSIGTERMUnderLoadKeepsEveryAnsweredLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cllama")
 	// Under `go test -race` the binary is built with the race detector
 	// too: the history writer is exercised by 50 concurrent conversations.
-	build := append(append([]string{"build"}, raceFlags...), "-o", bin, ".")
-	if out, err := exec.CommandContext(ctx, "go", build...).CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCllama(ctx, t, dir)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		time.Sleep(15 * time.Millisecond) // requests are in flight when SIGTERM comes
@@ -53,36 +47,9 @@ func TestSIGTERMUnderLoadKeepsEveryAnsweredLine(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+up.URL+`/v1","api_key":"k"}}}`)
 	histDir := filepath.Join(dir, "history")
-	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "CLAW_CONTEXT_ROOT="+filepath.Join(dir, "context"), "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
+	p := startCllama(ctx, t, bin, "CLAW_CONTEXT_ROOT="+filepath.Join(dir, "context"), "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
 		"CLAW_SESSION_HISTORY_DIR="+histDir)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
-	var addr string
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "listening on "); ok {
-			addr, _, _ = strings.Cut(rest, " ")
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("no listening line")
-	}
-	var rest bytes.Buffer
-	stderrDone := make(chan struct{})
-	go func() {
-		for lines.Scan() {
-			rest.WriteString(lines.Text() + "\n")
-		}
-		close(stderrDone)
-	}()
+	addr := p.addr
 
 	// answered[id] is the conversation and turn of a request answered 200.
 	type turn struct{ agent, conv, turn int }
@@ -135,15 +102,14 @@ func TestSIGTERMUnderLoadKeepsEveryAnsweredLine(t *testing.T) {
 			break
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-stderrDone
-	werr := cmd.Wait()
+	rest, werr := p.wait()
 	close(stop)
 	wg.Wait()
-	if werr != nil || strings.Contains(rest.String(), "DATA RACE") {
-		t.Fatalf("exit after SIGTERM: %v\n%s", werr, rest.String())
+	if werr != nil || strings.Contains(rest, "DATA RACE") {
+		t.Fatalf("exit after SIGTERM: %v\n%s", werr, rest)
 	}
 	if len(answered) < 3*agents*convs {
 		t.Fatalf("only %d requests answered before SIGTERM: not a load", len(answered))

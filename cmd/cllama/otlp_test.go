@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,34 +48,12 @@ func TestBinaryExportsOTLP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cllama")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCllama(ctx, t, dir)
 	write(t, filepath.Join(dir, "context", "a", "metadata.json"), `{"token":"a:b"}`)
-	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "CLAW_CONTEXT_ROOT="+filepath.Join(dir, "context"), "CLAW_AUTH_DIR="+dir, "CLAW_POD=desk",
+	p := startCllama(ctx, t, bin, "CLAW_CONTEXT_ROOT="+filepath.Join(dir, "context"), "CLAW_AUTH_DIR="+dir, "CLAW_POD=desk",
 		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+up.URL+"/v1",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_SERVICE_NAME=cllama-test")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stderr)
-	var addr string
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "listening on "); ok {
-			addr, _, _ = strings.Cut(rest, " ")
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("no listening line")
-	}
+	addr := p.addr
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Authorization", "Bearer a:b")
 	req.Header.Set("Traceparent", runnerParent)
@@ -88,11 +63,9 @@ func TestBinaryExportsOTLP(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	for lines.Scan() {
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v", err)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if rest, err := p.wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, rest)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildCllama builds the binary under test into dir, with the race
+// detector when the tests run with it.
+func buildCllama(ctx context.Context, t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "cllama")
+	args := append(append([]string{"build"}, raceFlags...), "-o", bin, ".")
+	if out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cllamaProc is a running cllama binary listening on a free loopback port.
+type cllamaProc struct {
+	cmd  *exec.Cmd
+	addr string
+	// stderr is what it wrote after its listening line, until it closed
+	// stderr: complete once done is closed.
+	stderr strings.Builder
+	done   chan struct{}
+}
+
+// startCllama starts bin with env added to this process's environment and
+// waits for its listening line. It is killed at the end of the test if
+// still running.
+func startCllama(ctx context.Context, t testing.TB, bin string, env ...string) *cllamaProc {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &cllamaProc{cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done; _ = cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), "listening on "); ok {
+			p.addr, _, _ = strings.Cut(rest, " ")
+			break
+		}
+	}
+	go func() {
+		for lines.Scan() {
+			p.stderr.WriteString(lines.Text() + "\n")
+		}
+		close(p.done)
+	}()
+	if p.addr == "" {
+		t.Fatal("cllama printed no listening line")
+	}
+	return p
+}
+
+// wait waits for the process to exit and returns the rest of its stderr.
+func (p *cllamaProc) wait() (string, error) {
+	<-p.done
+	err := p.cmd.Wait()
+	return p.stderr.String(), err
+}
