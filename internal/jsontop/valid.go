@@ -19,7 +19,12 @@ func Valid(b []byte) bool {
 	return ok && SkipSpace(b, i) == len(b)
 }
 
-type validator struct{ b []byte }
+type validator struct {
+	b []byte
+	// member, when set, is called for each member of the top-level
+	// object (depth 1) once its value is validated (ValidWalk).
+	member func(key []byte, start, end int)
+}
 
 func (v *validator) value(i, depth int) (int, bool) {
 	b := v.b
@@ -65,16 +70,22 @@ func (v *validator) object(i, depth int) (int, bool) {
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
+		keyStart := i
 		var ok bool
 		if i, ok = v.str(i); !ok {
 			return i, false
 		}
+		key := b[keyStart+1 : i-1]
 		i = SkipSpace(b, i)
 		if i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		if i, ok = v.value(SkipSpace(b, i+1), depth); !ok {
+		start := SkipSpace(b, i+1)
+		if i, ok = v.value(start, depth); !ok {
 			return i, false
+		}
+		if depth == 1 && v.member != nil {
+			v.member(key, start, i)
 		}
 		i = SkipSpace(b, i)
 		if i >= len(b) {
