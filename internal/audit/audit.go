@@ -5,7 +5,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"io"
 	"sync"
 	"time"
@@ -110,15 +109,21 @@ func (l *Logger) Emit(e Event) {
 	if e.TS.IsZero() {
 		e.TS = l.now().UTC()
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
+	bp := linePool.Get().(*[]byte)
+	b, err := appendEvent((*bp)[:0], &e)
+	if err == nil {
+		b = append(b, '\n')
+		l.mu.Lock()
+		_, _ = l.w.Write(b)
+		l.mu.Unlock()
 	}
-	b = append(b, '\n')
-	l.mu.Lock()
-	_, _ = l.w.Write(b)
-	l.mu.Unlock()
+	if cap(b) <= 4<<10 { // a rare long line is left to the GC
+		*bp = b
+		linePool.Put(bp)
+	}
 }
+
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // Ptr returns a pointer to v, for the optional numeric fields.
 func Ptr[T any](v T) *T { return &v }
