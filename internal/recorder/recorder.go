@@ -66,8 +66,11 @@ func (r *Recorder) Emit(e audit.Event) {
 	r.audit.Emit(e)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for _, s := range r.sinks {
-		s.Event(&e)
+	if len(r.sinks) > 0 {
+		ev := e // on the heap only when a sink hears it
+		for _, s := range r.sinks {
+			s.Event(&ev)
+		}
 	}
 }
 
