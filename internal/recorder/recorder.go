@@ -86,8 +86,11 @@ func (r *Recorder) Append(e history.Entry) error {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for _, s := range r.sinks {
-		s.Entry(&e)
+	if len(r.sinks) > 0 {
+		en := e // on the heap only when a sink hears it
+		for _, s := range r.sinks {
+			s.Entry(&en)
+		}
 	}
 	return err
 }
