@@ -325,6 +325,15 @@ func encodeParts(e Entry) (net.Buffers, error) {
 	// fast check.
 	req, resp := e.Request, e.Response
 	spliceReq, spliceResp := spliceable(req, e.BodiesValid), spliceable(resp, e.BodiesValid)
+	if parts, ok := appendPlain(&e, spliceReq, spliceResp); ok {
+		return parts, nil
+	}
+	return reflectParts(e, spliceReq, spliceResp)
+}
+
+// reflectParts is encodeParts with encoding/json, for any entry.
+func reflectParts(e Entry, spliceReq, spliceResp bool) (net.Buffers, error) {
+	req, resp := e.Request, e.Response
 	if spliceReq {
 		e.Request = placeholder
 	}
@@ -350,15 +359,17 @@ func encodeParts(e Entry) (net.Buffers, error) {
 // placeholder stands in for a body spliced in after encoding.
 var placeholder = json.RawMessage("0")
 
-// spliceMin is the smallest body worth splicing.
+// spliceMin is the smallest body worth a part of its own in a line
+// (smaller ones are copied into the line's buffer).
 const spliceMin = 1 << 10
 
-// spliceable reports whether raw can go into a line as it is: large
-// enough to matter, on one line (no raw CR or LF: inside JSON strings
-// they are escaped, so any is whitespace a line cannot hold) and valid.
+// spliceable reports whether raw can go into a line as it is: on one line
+// (no raw CR or LF: inside JSON strings they are escaped, so any is
+// whitespace a line cannot hold) and valid. Kept as it came, spaces
+// included; any other body is compacted by encoding/json.
 func spliceable(raw json.RawMessage, valid bool) bool {
 	// Two IndexByte scans run word-wide; ContainsAny goes byte by byte.
-	return len(raw) >= spliceMin && bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 && (valid || jsontop.Valid(raw))
+	return len(raw) > 0 && bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 && (valid || jsontop.Valid(raw))
 }
 
 // splice replaces the first occurrence of key+"0" in the last part with
