@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
@@ -32,10 +34,27 @@ type admission struct {
 	mu     sync.Mutex
 	bytes  int64
 	agents map[string]int
+
+	// After a spike of large bodies the Go runtime keeps the memory they
+	// took until a collection, which an idle proxy may not run for
+	// minutes. peak is the most held since the last trim; when a spike of
+	// at least spikeBytes has drained (below an eighth of it), trim
+	// returns the memory to the OS, at most once per trimEvery.
+	peak      int64
+	lastTrim  time.Time
+	trimTimer *time.Timer
+	trim      func()
+	now       func() time.Time
 }
 
+const (
+	spikeBytes = 64 << 20
+	trimEvery  = 10 * time.Second
+)
+
 func newAdmission(maxBytes int64, perAgent int) *admission {
-	return &admission{maxBytes: maxBytes, perAgent: perAgent, agents: map[string]int{}}
+	return &admission{maxBytes: maxBytes, perAgent: perAgent, agents: map[string]int{},
+		trim: debug.FreeOSMemory, now: time.Now}
 }
 
 // enter takes one of the agent's request slots.
@@ -66,14 +85,25 @@ func (a *admission) reserve(n int64) bool {
 		return false
 	}
 	a.bytes += n
+	a.peak = max(a.peak, a.bytes)
 	return true
 }
 
-// release gives n bytes back.
+// release gives n bytes back, and schedules a trim when a spike drained.
 func (a *admission) release(n int64) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.bytes -= n
-	a.mu.Unlock()
+	if a.peak < spikeBytes || a.bytes > a.peak/8 || a.trimTimer != nil {
+		return
+	}
+	wait := max(trimEvery-a.now().Sub(a.lastTrim), 0)
+	a.trimTimer = time.AfterFunc(wait, func() {
+		a.mu.Lock()
+		a.peak, a.lastTrim, a.trimTimer = a.bytes, a.now(), nil
+		a.mu.Unlock()
+		a.trim()
+	})
 }
 
 // inFlight is the bytes held now.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 )
@@ -126,5 +127,50 @@ func TestInflightBodyBudget(t *testing.T) {
 	}
 	if got := p.srv.admit.inFlight(); got != 0 {
 		t.Fatalf("%d bytes still counted after every request ended", got)
+	}
+}
+
+// A spike of large bodies that has drained gives its memory back to the
+// OS (once, not per request); steady small traffic never does.
+func TestAdmissionTrimsAfterASpike(t *testing.T) {
+	a := newAdmission(1<<30, 100)
+	trims := make(chan struct{}, 10)
+	a.trim = func() { trims <- struct{}{} }
+	clock := time.Now()
+	a.now = func() time.Time { return clock }
+
+	for range 1000 { // small bodies: never a spike
+		a.reserve(1 << 20)
+		a.release(1 << 20)
+	}
+	for range 3 {
+		a.reserve(30 << 20)
+	}
+	a.release(30 << 20)
+	a.release(30 << 20) // 30 MiB still held: more than an eighth of the peak
+	select {
+	case <-trims:
+		t.Fatal("trimmed while the spike is still held")
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.release(30 << 20)
+	select {
+	case <-trims:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no trim after the spike drained")
+	}
+	// Another spike at once: the trim waits for trimEvery.
+	a.reserve(90 << 20)
+	a.release(90 << 20)
+	select {
+	case <-trims:
+		t.Fatal("trimmed twice within trimEvery")
+	case <-time.After(100 * time.Millisecond):
+	}
+	a.mu.Lock()
+	scheduled := a.trimTimer != nil
+	a.mu.Unlock()
+	if !scheduled {
+		t.Fatal("the second spike's trim is not scheduled")
 	}
 }
