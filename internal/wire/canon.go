@@ -100,6 +100,12 @@ func String(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", true
 	}
+	if c := raw[0]; c != '"' && c != 'n' && !jsontop.IsSpace(c) {
+		// An array, object, number or bool: encoding/json would refuse
+		// it too, but only after validating all of it (a Responses
+		// input list is most of its request).
+		return "", false
+	}
 	// jsontop.Unquote needs no decoder for a plain string without
 	// escapes, the common case for message content.
 	s, err := jsontop.Unquote(raw)

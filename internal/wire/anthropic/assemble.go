@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
@@ -37,8 +38,18 @@ type asmEvent struct {
 }
 
 func (a *assembler) Observe(_ string, data []byte) {
+	if data[0] != '{' || !jsontop.Valid(data) {
+		return
+	}
+	switch d, res := fastEvent(data); res {
+	case isDelta:
+		a.blockDelta(d)
+		return
+	case isOther:
+		return
+	}
 	var e asmEvent
-	if data[0] != '{' || json.Unmarshal(data, &e) != nil {
+	if json.Unmarshal(data, &e) != nil {
 		return
 	}
 	switch e.Type {
@@ -59,25 +70,7 @@ func (a *assembler) Observe(_ string, data []byte) {
 		}
 		a.blocks[e.Index] = &asmBlock{fields: a.keepFields(e.ContentBlock)}
 	case "content_block_delta":
-		b := a.blocks[e.Index]
-		if b == nil {
-			return
-		}
-		str := func(k string) string {
-			var s string
-			_ = json.Unmarshal(e.Delta[k], &s)
-			return s
-		}
-		switch str("type") {
-		case "text_delta":
-			a.Add(&b.text, str("text"))
-		case "input_json_delta":
-			a.Add(&b.json, str("partial_json"))
-		case "thinking_delta":
-			a.Add(&b.thinking, str("thinking"))
-		case "signature_delta":
-			a.Add(&b.signature, str("signature"))
-		}
+		a.blockDelta(eventDelta(&e))
 	case "message_delta":
 		a.delta = e.Delta
 		if a.usage == nil {
@@ -86,6 +79,39 @@ func (a *assembler) Observe(_ string, data []byte) {
 		for k, v := range e.Usage {
 			a.usage[k] = v // cumulative counts: the latest wins
 		}
+	}
+}
+
+// eventDelta is a content_block_delta event decoded by encoding/json as
+// the assembler reads it.
+func eventDelta(e *asmEvent) blockDelta {
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(e.Delta[k], &s)
+		return s
+	}
+	d := blockDelta{Index: e.Index, Kind: str("type")}
+	if k := deltaMember(d.Kind); k != "" {
+		d.Text = str(k)
+	}
+	return d
+}
+
+// blockDelta adds a delta's text to its block.
+func (a *assembler) blockDelta(d blockDelta) {
+	b := a.blocks[d.Index]
+	if b == nil {
+		return
+	}
+	switch d.Kind {
+	case "text_delta":
+		a.Add(&b.text, d.Text)
+	case "input_json_delta":
+		a.Add(&b.json, d.Text)
+	case "thinking_delta":
+		a.Add(&b.thinking, d.Text)
+	case "signature_delta":
+		a.Add(&b.signature, d.Text)
 	}
 }
 

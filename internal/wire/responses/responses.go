@@ -110,17 +110,31 @@ const (
 	evCompleted  = "response.completed"
 	evFailed     = "response.failed"
 	evIncomplete = "response.incomplete"
+	evItemDone   = "response.output_item.done"
 )
+
+// actedOn are the event types the relay or the assembler acts on.
+var actedOn = [...]string{evCreated, evCompleted, evFailed, evIncomplete, evItemDone}
 
 var usageKey = []byte(`"usage"`)
 
 // eventType is an event's type: its SSE name, which OpenAI always sends,
-// else the "type" member of its data.
+// else the "type" member of its data. A type written without escapes
+// that is none of actedOn comes back as "": it runs on every event, and
+// the deltas need no string of their own.
 func eventType(name string, data []byte) string {
 	if name != "" {
 		return name
 	}
 	raw, _ := jsontop.Find(data, "type")
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		for _, t := range actedOn {
+			if string(raw[1:n-1]) == t {
+				return t
+			}
+		}
+		return ""
+	}
 	t, _ := wire.String(raw)
 	return t
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -161,34 +162,34 @@ type assembler struct {
 	final json.RawMessage
 	start json.RawMessage
 	items []json.RawMessage
+	// ev is decoded into for each event the assembler reads (nothing of
+	// it is kept from one event to the next).
+	ev asmEvent
 }
 
-// Observe implements wire.Assembler.
+// Observe implements wire.Assembler. What it keeps of an event is
+// copied: the event's data is the relay's buffer.
 func (a *assembler) Observe(name string, data []byte) {
-	var ev struct {
-		Type     string          `json:"type"`
-		Response json.RawMessage `json:"response"`
-		Item     json.RawMessage `json:"item"`
-	}
+	ev := &a.ev
 	switch eventType(name, data) {
 	case evCreated:
-		if json.Unmarshal(data, &ev) == nil {
-			a.start = ev.Response
+		if decodeEvent(data, ev) {
+			a.start = bytes.Clone(ev.Response)
 		}
 	case evCompleted, evIncomplete, evFailed:
-		if json.Unmarshal(data, &ev) == nil && len(ev.Response) <= wire.MaxAssembledBytes {
-			a.final = ev.Response
+		if decodeEvent(data, ev) && len(ev.Response) <= wire.MaxAssembledBytes {
+			a.final = bytes.Clone(ev.Response)
 		} else {
 			a.Truncated = true
 		}
-	case "response.output_item.done":
-		if json.Unmarshal(data, &ev) == nil && len(ev.Item) > 0 {
+	case evItemDone:
+		if decodeEvent(data, ev) && len(ev.Item) > 0 {
 			if a.Used+len(ev.Item) > wire.MaxAssembledBytes {
 				a.Truncated = true
 				return
 			}
 			a.Used += len(ev.Item)
-			a.items = append(a.items, ev.Item)
+			a.items = append(a.items, bytes.Clone(ev.Item))
 		}
 	}
 }

@@ -1,0 +1,75 @@
+package wire
+
+import "github.com/clawdapus/clawgo/internal/jsontop"
+
+// The stream assemblers decode every event of a stream for history, and
+// encoding/json's reflection decoder cost more than relaying the event.
+// Their fast paths read the common shapes with the byte scanner and leave
+// everything else to encoding/json; the helpers below tell the two apart.
+
+// StructMembers calls fn for each member of the object at b[i] whose key
+// is one of known (at most 64), with the key's index in known and the
+// value's span in b; other members are skipped, as encoding/json skips
+// members a struct has no field for. It returns false when fn does, and
+// for the shapes whose decoding into a struct it leaves to encoding/json:
+// a key that is escaped or not ASCII, that differs from a known key in
+// case only (encoding/json matches field names case-insensitively), or
+// that appears twice. b[i:] is valid JSON (jsontop.Valid).
+func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) bool) bool {
+	var seen uint64
+	ok := true
+	whole := jsontop.Object(b, i, func(raw []byte, start, end int) bool {
+		if !PlainKey(raw) {
+			ok = false
+			return false
+		}
+		for k, name := range known {
+			if string(raw) == name {
+				if seen&(1<<k) != 0 {
+					ok = false
+					return false
+				}
+				seen |= 1 << k
+				ok = fn(k, b[start:end])
+				return ok
+			}
+			if equalFoldASCII(raw, name) {
+				ok = false
+				return false
+			}
+		}
+		return true
+	})
+	return whole && ok
+}
+
+// PlainKey reports whether a raw member name (as jsontop passes it) is
+// ASCII without escapes: it decodes to itself.
+func PlainKey(raw []byte) bool {
+	for _, c := range raw {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// equalFoldASCII is a case-insensitive comparison of an ASCII key.
+func equalFoldASCII(a []byte, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lower(a[i]) != lower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
