@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // decodeChunk decodes a chat.completion.chunk into c exactly as
@@ -24,23 +25,29 @@ func decodeChunk(data []byte, c *asmChunk) bool {
 	return json.Unmarshal(data, c) == nil
 }
 
+// The keys fastChunk and fastChoice read, in wire.StructMembers order.
+var (
+	chunkKeys  = []string{"id", "model", "system_fingerprint", "created", "usage", "choices"}
+	choiceKeys = []string{"index", "finish_reason", "delta"}
+	deltaKeys  = []string{"role", "content", "refusal", "reasoning_content", "tool_calls"}
+)
+
 // fastChunk decodes a valid chunk; false: leave it to encoding/json.
 func fastChunk(data []byte, c *asmChunk) bool {
-	var seen uint
-	return members(data, 0, &seen, func(key string, v []byte) bool {
-		switch key {
-		case "id":
+	return wire.StructMembers(data, 0, chunkKeys, func(k int, v []byte) bool {
+		switch k {
+		case 0:
 			return str(v, &c.ID)
-		case "model":
+		case 1:
 			return str(v, &c.Model)
-		case "system_fingerprint":
+		case 2:
 			return str(v, &c.Fingerprint)
-		case "created":
+		case 3:
 			return integer(v, &c.Created)
-		case "usage":
+		case 4:
 			c.Usage = v
 			return true
-		case "choices":
+		default: // choices
 			if string(v) == "null" {
 				c.Choices = nil
 				return true
@@ -61,102 +68,47 @@ func fastChunk(data []byte, c *asmChunk) bool {
 			}
 			return true
 		}
-		return true
-	}, "id", "model", "system_fingerprint", "created", "usage", "choices")
+	})
 }
 
 func fastChoice(v []byte, ch *asmChunkChoice) bool {
 	if v[0] != '{' {
 		return false
 	}
-	var seen uint
-	return members(v, 0, &seen, func(key string, v []byte) bool {
-		switch key {
-		case "index":
+	return wire.StructMembers(v, 0, choiceKeys, func(k int, v []byte) bool {
+		switch k {
+		case 0:
 			var n int64
 			if !integer(v, &n) || n != int64(int(n)) {
 				return false
 			}
 			ch.Index = int(n)
 			return true
-		case "finish_reason":
+		case 1:
 			return strPtr(v, &ch.FinishReason)
-		case "delta":
-			if string(v) == "null" {
-				return true
-			}
-			if v[0] != '{' {
-				return false
-			}
-			var dseen uint
-			return members(v, 0, &dseen, func(key string, v []byte) bool {
-				d := &ch.Delta
-				switch key {
-				case "role":
-					return str(v, &d.Role)
-				case "content":
-					return strPtr(v, &d.Content)
-				case "refusal":
-					return strPtr(v, &d.Refusal)
-				case "reasoning_content":
-					return strPtr(v, &d.ReasoningContent)
-				}
-				return false // tool_calls: encoding/json
-			}, "role", "content", "refusal", "reasoning_content", "tool_calls")
 		}
-		return true
-	}, "index", "finish_reason", "delta")
-}
-
-// members calls fn for each member of the object at b[i] whose key is one
-// of known; it returns false when fn does, and when a key appears twice,
-// differs from a known key in case only, or is escaped or non-ASCII
-// (encoding/json's rules for those are left to it).
-func members(b []byte, i int, seen *uint, fn func(key string, v []byte) bool, known ...string) bool {
-	ok := true
-	jsontop.Object(b, i, func(raw []byte, start, end int) bool {
-		// Keys with escapes or non-ASCII bytes are left to encoding/json.
-		for _, c := range raw {
-			if c == '\\' || c >= 0x80 {
-				ok = false
-				return false
-			}
+		// delta
+		if string(v) == "null" {
+			return true
 		}
-		for k, name := range known {
-			if string(raw) == name {
-				if *seen&(1<<k) != 0 {
-					ok = false
-					return false
-				}
-				*seen |= 1 << k
-				ok = fn(name, b[start:end])
-				return ok
-			}
-			if equalFoldASCII(raw, name) {
-				ok = false
-				return false
-			}
-		}
-		return true
-	})
-	return ok
-}
-
-// equalFoldASCII is a case-insensitive comparison of an ASCII key.
-func equalFoldASCII(a []byte, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x := a[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if x != b[i] {
+		if v[0] != '{' {
 			return false
 		}
-	}
-	return true
+		d := &ch.Delta
+		return wire.StructMembers(v, 0, deltaKeys, func(k int, v []byte) bool {
+			switch k {
+			case 0:
+				return str(v, &d.Role)
+			case 1:
+				return strPtr(v, &d.Content)
+			case 2:
+				return strPtr(v, &d.Refusal)
+			case 3:
+				return strPtr(v, &d.ReasoningContent)
+			}
+			return false // tool_calls: encoding/json
+		})
+	})
 }
 
 // str decodes a string into s; null leaves s as it is.
