@@ -92,6 +92,10 @@ func (w *Wrapper) Run(ctx context.Context) error {
 // ctx ends before their sessions are closed under them.
 const shutdownGrace = 5 * time.Second
 
+// sessionLinger is how long sessions outlive the last call in flight at
+// shutdown.
+const sessionLinger = 100 * time.Millisecond
+
 // Serve starts the child and serves HTTP on ln until ctx ends. Shutdown
 // order: stop accepting, let in-flight calls finish (bounded), close the
 // MCP sessions (which ends their long-lived GET streams), then stop the
@@ -122,6 +126,14 @@ func (w *Wrapper) Serve(ctx context.Context, ln net.Listener) error {
 	shutDone := make(chan error, 1)
 	go func() { shutDone <- srv.Shutdown(sctx) }()
 	w.drain(sctx)
+	// The last responses are written; their clients get a moment to read
+	// them before the sessions' GET streams end (a client that does not
+	// reconnect its stream fails the calls it is still waiting on when
+	// the stream ends, even one whose answer is in its socket).
+	select {
+	case <-time.After(sessionLinger):
+	case <-sctx.Done():
+	}
 	for ss := range w.server.Sessions() {
 		ss.Close()
 	}
