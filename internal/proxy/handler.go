@@ -182,32 +182,33 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 			return
 		}
 	}
+	if mediated {
+		// The mediator sends the provider's model itself (x.Body keeps
+		// the runner's).
+		if !count {
+			s.mediator.Mediate(w, r, x)
+			return
+		}
+		p, ok := s.mediator.(exchange.Presenter)
+		if !ok {
+			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
+			return
+		}
+		presented, err := p.Present(x)
+		if err != nil {
+			s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
+			return
+		}
+		s.relayCount(w, r, f, x, presented)
+		return
+	}
 	upstream, err := upstreamBody(x.Body, body, info)
 	if err != nil {
 		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
 		return
 	}
-	if count && !mediated {
-		x.Body = slices.Concat(upstream...)
-	}
 	if count {
-		body := x.Body
-		if mediated {
-			p, ok := s.mediator.(exchange.Presenter)
-			if !ok {
-				s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
-				return
-			}
-			if body, err = p.Present(x); err != nil {
-				s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
-				return
-			}
-		}
-		s.relayCount(w, r, f, x, body)
-		return
-	}
-	if mediated {
-		s.mediator.Mediate(w, r, x)
+		s.relayCount(w, r, f, x, slices.Concat(upstream...))
 		return
 	}
 	s.passthrough(w, r, f, x, func(ctx context.Context) (*http.Response, error) { return sendParts(ctx, upstream) })
