@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/clawdapus/clawgo/internal/jsontop"
+import (
+	"strconv"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
+)
 
 // The stream assemblers decode every event of a stream for history, and
 // encoding/json's reflection decoder cost more than relaying the event.
@@ -72,4 +76,58 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// The value decoders below read a valid JSON value (a StructMembers span)
+// into a field as encoding/json would; false where encoding/json reports
+// an error (the caller then leaves the whole document to it).
+
+// DecodeString decodes a string into s; null leaves s as it is.
+func DecodeString(v []byte, s *string) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"':
+		u, err := jsontop.Unquote(v)
+		*s = u
+		return err == nil
+	}
+	return false
+}
+
+// DecodeStringPtr decodes a string or null into p.
+func DecodeStringPtr(v []byte, p **string) bool {
+	switch v[0] {
+	case 'n':
+		*p = nil
+		return true
+	case '"':
+		u, err := jsontop.Unquote(v)
+		*p = &u
+		return err == nil
+	}
+	return false
+}
+
+// DecodeInt64 decodes an integer into n; null leaves n as it is.
+func DecodeInt64(v []byte, n *int64) bool {
+	if v[0] == 'n' {
+		return true
+	}
+	x, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*n = x
+	return true
+}
+
+// DecodeInt is DecodeInt64 for an int.
+func DecodeInt(v []byte, n *int) bool {
+	x := int64(*n)
+	if !DecodeInt64(v, &x) || x != int64(int(x)) {
+		return false
+	}
+	*n = int(x)
+	return true
 }

@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"strconv"
-
 	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
@@ -61,7 +59,7 @@ func fastEvent(data []byte) (d blockDelta, res fastResult) {
 			typ = v
 			return v[0] == '"' || v[0] == 'n'
 		case 1: // index
-			return integer(v, &d.Index)
+			return wire.DecodeInt(v, &d.Index)
 		case 2: // delta
 			delta = v
 		}
@@ -130,18 +128,4 @@ func stringOrEmpty(v []byte) string {
 	}
 	s, _ := jsontop.Unquote(v)
 	return s
-}
-
-// integer decodes a valid number into n as encoding/json decodes it into
-// an int (null leaves n as it is); false for a number it refuses.
-func integer(v []byte, n *int) bool {
-	if v[0] == 'n' {
-		return true
-	}
-	x, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || x != int64(int(x)) {
-		return false
-	}
-	*n = int(x)
-	return true
 }

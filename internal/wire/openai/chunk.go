@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -37,13 +36,13 @@ func fastChunk(data []byte, c *asmChunk) bool {
 	return wire.StructMembers(data, 0, chunkKeys, func(k int, v []byte) bool {
 		switch k {
 		case 0:
-			return str(v, &c.ID)
+			return wire.DecodeString(v, &c.ID)
 		case 1:
-			return str(v, &c.Model)
+			return wire.DecodeString(v, &c.Model)
 		case 2:
-			return str(v, &c.Fingerprint)
+			return wire.DecodeString(v, &c.Fingerprint)
 		case 3:
-			return integer(v, &c.Created)
+			return wire.DecodeInt64(v, &c.Created)
 		case 4:
 			c.Usage = v
 			return true
@@ -78,14 +77,9 @@ func fastChoice(v []byte, ch *asmChunkChoice) bool {
 	return wire.StructMembers(v, 0, choiceKeys, func(k int, v []byte) bool {
 		switch k {
 		case 0:
-			var n int64
-			if !integer(v, &n) || n != int64(int(n)) {
-				return false
-			}
-			ch.Index = int(n)
-			return true
+			return wire.DecodeInt(v, &ch.Index)
 		case 1:
-			return strPtr(v, &ch.FinishReason)
+			return wire.DecodeStringPtr(v, &ch.FinishReason)
 		}
 		// delta
 		if string(v) == "null" {
@@ -98,55 +92,15 @@ func fastChoice(v []byte, ch *asmChunkChoice) bool {
 		return wire.StructMembers(v, 0, deltaKeys, func(k int, v []byte) bool {
 			switch k {
 			case 0:
-				return str(v, &d.Role)
+				return wire.DecodeString(v, &d.Role)
 			case 1:
-				return strPtr(v, &d.Content)
+				return wire.DecodeStringPtr(v, &d.Content)
 			case 2:
-				return strPtr(v, &d.Refusal)
+				return wire.DecodeStringPtr(v, &d.Refusal)
 			case 3:
-				return strPtr(v, &d.ReasoningContent)
+				return wire.DecodeStringPtr(v, &d.ReasoningContent)
 			}
 			return false // tool_calls: encoding/json
 		})
 	})
-}
-
-// str decodes a string into s; null leaves s as it is.
-func str(v []byte, s *string) bool {
-	switch v[0] {
-	case 'n':
-		return true
-	case '"':
-		u, err := jsontop.Unquote(v)
-		*s = u
-		return err == nil
-	}
-	return false
-}
-
-// strPtr decodes a string or null into p.
-func strPtr(v []byte, p **string) bool {
-	switch v[0] {
-	case 'n':
-		*p = nil
-		return true
-	case '"':
-		u, err := jsontop.Unquote(v)
-		*p = &u
-		return err == nil
-	}
-	return false
-}
-
-// integer decodes a plain integer into n; null leaves n as it is.
-func integer(v []byte, n *int64) bool {
-	if v[0] == 'n' {
-		return true
-	}
-	x, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		return false
-	}
-	*n = x
-	return true
 }
