@@ -163,3 +163,12 @@ func TestLargeBodiesSpliced(t *testing.T) {
 		t.Fatal("an invalid body was written")
 	}
 }
+
+// encodeLine is the line encodeParts writes, joined.
+func encodeLine(e Entry) ([]byte, error) {
+	parts, err := encodeParts(e)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
+}

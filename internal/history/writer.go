@@ -301,17 +301,9 @@ func (w *Writer) Append(e Entry) error {
 	return nil
 }
 
-// encodeLine encodes e as one line ending in '\n', valid UTF-8 whatever
-// the exchange held: invalid bytes become U+FFFD, counted in UTF8Replaced.
-func encodeLine(e Entry) ([]byte, error) {
-	parts, err := encodeParts(e)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.Join(parts, nil), nil
-}
-
-// encodeParts is encodeLine as the slices that make the line, written one
+// encodeParts encodes e as one line ending in '\n', valid UTF-8 whatever
+// the exchange held (invalid bytes become U+FFFD, counted in
+// UTF8Replaced), as the slices that make the line, written one
 // after the other: the request and response bodies, most of a line, are
 // the caller's own bytes rather than copies.
 func encodeParts(e Entry) (net.Buffers, error) {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
@@ -111,13 +110,6 @@ func upstreamBody(body, original []byte, info requestInfo) ([][]byte, error) {
 		}
 	}
 	return [][]byte{body[:start], appendJSONString(nil, info.Upstream), body[end:]}, nil
-}
-
-// rewriteModel returns a copy of body with the model value replaced by
-// info.Upstream (upstreamBody joined).
-func rewriteModel(body []byte, info requestInfo) []byte {
-	parts, _ := upstreamBody(body, body, info)
-	return slices.Concat(parts...)
 }
 
 func sameSlice(a, b []byte) bool {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,4 +173,10 @@ func mustRegistry(providers string) *registry {
 		panic(err)
 	}
 	return reg
+}
+
+// rewriteModel is upstreamBody's slices joined: the body the provider gets.
+func rewriteModel(body []byte, info requestInfo) []byte {
+	parts, _ := upstreamBody(body, body, info)
+	return slices.Concat(parts...)
 }
