@@ -282,9 +282,9 @@ func (w *Writer) Append(e Entry) error {
 			return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
 		}
 	}
-	// One write per part, under the file's lock: no other entry comes
-	// between them, and a failure part-way is undone below like any.
-	_, err = parts.WriteTo(af.f)
+	// Under the file's lock no other entry of this process comes between
+	// the parts, and a failure part-way is undone below like any.
+	err = writeParts(af.f, parts)
 	if err == nil && w.opts.Sync == SyncAlways {
 		err = af.f.Sync()
 	}
