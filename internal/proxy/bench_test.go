@@ -310,12 +310,16 @@ func (d *discardWriter) Flush()                      {}
 // what remains is the proxy's own work (edge, identity, routing, rewrite,
 // relay, usage, audit), with its allocations.
 func BenchmarkHandlerNoNetwork(b *testing.B) {
-	for _, kind := range []string{"json", "stream"} {
+	for _, kind := range []string{"json", "json+history", "stream"} {
 		b.Run(kind, func(b *testing.B) {
 			dir := b.TempDir()
 			root := filepath.Join(dir, "context")
 			writeFileB(b, filepath.Join(root, "alice", "metadata.json"), `{"token":"`+aliceToken+`"}`)
 			writeFileB(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"http://fake.invalid/v1","api_key":"k"}}}`)
+			cfg := Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}
+			if kind == "json+history" {
+				cfg.HistoryDir = filepath.Join(dir, "history")
+			}
 			ct, payload := "application/json", benchResponse
 			if kind == "stream" {
 				ct, payload = "text/event-stream", benchStream
@@ -325,7 +329,7 @@ func BenchmarkHandlerNoNetwork(b *testing.B) {
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}},
 					Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)), Request: r}, nil
 			})
-			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Audit: audit.New(io.Discard), Transport: rt})
+			srv, err := New(cfg, Options{Audit: audit.New(io.Discard), Transport: rt})
 			if err != nil {
 				b.Fatal(err)
 			}

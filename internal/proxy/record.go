@@ -7,6 +7,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
@@ -79,7 +80,7 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, 
 	}
 	switch {
 	case len(response) == 0:
-	case json.Valid(response):
+	case jsontop.Valid(response):
 		entry.Response = response
 	default:
 		// A 2xx body that is not JSON (a misbehaving provider) is kept as
