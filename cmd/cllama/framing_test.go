@@ -30,7 +30,7 @@ func TestAmbiguousFramingClosesTheConnection(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, ln, cfg, audit.New(io.Discard), io.Discard) }()
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(io.Discard), io.Discard, nil) }()
 	defer func() { cancel(); <-done }()
 
 	responses := func(raw string) (int, bool) {

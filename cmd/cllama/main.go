@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -29,6 +30,10 @@ func isVersion(args []string) bool {
 }
 
 func main() {
+	// cllama serves no profiles: sampling allocations would only cost CPU
+	// and keep a table of call stacks (1.4 MiB after a few hundred
+	// requests).
+	runtime.MemProfileRate = 0
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
@@ -89,11 +94,17 @@ func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.W
 	if err != nil {
 		return fmt.Errorf("listen %s: %w (LISTEN_ADDR)", cfg.ListenAddr, err)
 	}
-	return serveOn(ctx, ln, cfg, aud, stderr)
+	return serveOn(ctx, ln, cfg, aud, stderr, func() {
+		if _, err := releaseStartPages(); err != nil {
+			fmt.Fprintf(stderr, "cllama: start-up pages stay resident: %v\n", err)
+		}
+	})
 }
 
-// serveOn runs cllama on ln until ctx is cancelled, then drains.
-func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.Logger, stderr io.Writer) error {
+// serveOn runs cllama on ln until ctx is cancelled, then drains. ready,
+// when set, runs once everything is wired, before the first request is
+// accepted.
+func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.Logger, stderr io.Writer, ready func()) error {
 	defer ln.Close()
 	st, err := wireStages(cfg, aud, stderr)
 	if err != nil {
@@ -122,6 +133,9 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 	}
 	if fi, err := os.Stat(cfg.ContextRoot); err != nil || !fi.IsDir() {
 		fmt.Fprintf(stderr, "cllama: warning: context root %s is not a readable directory (CLAW_CONTEXT_ROOT); every agent will be refused\n", cfg.ContextRoot)
+	}
+	if ready != nil {
+		ready()
 	}
 	fmt.Fprintf(stderr, "cllama: listening on %s (pod %q, context %s, providers: %s, history: %s)\n",
 		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), orOff(cfg.HistoryDir))

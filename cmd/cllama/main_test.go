@@ -83,7 +83,7 @@ func TestServeEndToEnd(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, ln, cfg, audit.New(&stdout), &stderr) }()
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(&stdout), &stderr, nil) }()
 
 	base := "http://" + ln.Addr().String()
 	c := openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey("tiverton:abc"), option.WithMaxRetries(0))
@@ -171,7 +171,7 @@ func TestShutdownDrainsInFlightStream(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, ln, cfg, audit.New(io.Discard), io.Discard) }()
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(io.Discard), io.Discard, nil) }()
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions",
 		strings.NewReader(`{"model":"local/m","stream":true,"messages":[]}`))

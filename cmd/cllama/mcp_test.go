@@ -155,7 +155,7 @@ func startMCPPod(t testing.TB, extraEnv ...string) *mcpPod {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, ln, cfg, audit.New(p.audit), p.stderr) }()
+	go func() { done <- serveOn(ctx, ln, cfg, audit.New(p.audit), p.stderr, nil) }()
 	p.base = "http://" + ln.Addr().String()
 	p.stop = func() {
 		for _, c := range p.clients {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkIdleRSS starts the real binary as a pod runs it (an agent with
+// a managed tool and one without, a provider, history, the continuity
+// store and metrics on) and prints its resident memory at rest two seconds
+// after start, split into anonymous memory and pages of files (its own
+// executable), then again at rest after a mix of traffic: plain and
+// streamed requests, mediated turns with a tool call, metrics scrapes and
+// health checks.
+//
+//	go test -run '^$' -bench IdleRSS -benchtime 1x ./cmd/cllama/
+func BenchmarkIdleRSS(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := b.TempDir()
+	bin := buildCllama(ctx, b, dir)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"id\":\"s\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.Contains(body, []byte(`"desk__ping"`)) && !bytes.Contains(body, []byte(`"tool_call_id"`)) {
+			_, _ = io.WriteString(w, `{"id":"t","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"desk__ping","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	}))
+	b.Cleanup(up.Close)
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"pong":true}`)
+	}))
+	b.Cleanup(tool.Close)
+	root := filepath.Join(dir, "context")
+	write(b, filepath.Join(root, "plain", "metadata.json"), `{"token":"plain:s"}`)
+	write(b, filepath.Join(root, "tooled", "metadata.json"), `{"token":"tooled:s"}`)
+	write(b, filepath.Join(root, "tooled", "tools.json"), `{"version":1,"tools":[{"name":"desk.ping","description":"ping","inputSchema":{"type":"object","properties":{}},
+	 "execution":{"transport":"http","service":"desk","base_url":"`+tool.URL+`","method":"POST","path":"/ping"}}]}`)
+	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+up.URL+`/v1","api_key":"k"}}}`)
+	metricsAddr := freeAddr(b)
+	for b.Loop() {
+		p := startCllama(ctx, b, bin, "CLAW_CONTEXT_ROOT="+root, "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
+			"CLAW_SESSION_HISTORY_DIR="+b.TempDir(), "CLLAMA_METRICS_ADDR="+metricsAddr)
+		pid := p.cmd.Process.Pid
+		time.Sleep(2 * time.Second)
+		b.ReportMetric(mib(procStatus(b, pid, "VmRSS")), "rest-MiB")
+		b.ReportMetric(mib(procStatus(b, pid, "RssAnon")), "rest-anon-MiB")
+		b.ReportMetric(mib(procStatus(b, pid, "RssFile")), "rest-file-MiB")
+		for i := range 50 {
+			post(b, p.addr, "plain:s", `{"model":"fake/m","messages":[{"role":"user","content":"hi"}]}`)
+			post(b, p.addr, "plain:s", `{"model":"fake/m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+			post(b, p.addr, "tooled:s", fmt.Sprintf(`{"model":"fake/m","messages":[{"role":"user","content":"turn %d"}]}`, i))
+			get(b, "http://"+p.addr+"/health")
+			get(b, "http://"+metricsAddr+"/metrics")
+		}
+		time.Sleep(2 * time.Second)
+		b.ReportMetric(mib(procStatus(b, pid, "VmRSS")), "after-load-MiB")
+		b.ReportMetric(mib(procStatus(b, pid, "RssAnon")), "after-load-anon-MiB")
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func post(b *testing.B, addr, token, body string) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	drain(b, req)
+}
+
+func get(b *testing.B, url string) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	drain(b, req)
+}
+
+func drain(b *testing.B, req *http.Request) {
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b.Fatalf("%s %s: status %d", req.Method, req.URL.Path, res.StatusCode)
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Once ready, cllama gives back the pages of its executable that start-up
+// read: most of what is resident of the binary drops out of the process,
+// and the process goes on running code from it (this test does, after).
+func TestReleaseStartPages(t *testing.T) {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Skip("needs /proc")
+	}
+	before := residentReadOnly(t, exe)
+	advised, err := releaseStartPages()
+	if errors.Is(err, unix.EINVAL) {
+		t.Skipf("this kernel has no MADV_PAGEOUT: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := residentReadOnly(t, exe)
+	t.Logf("executable's read-only mappings: %d KiB advised, %d KiB resident before, %d KiB after", advised>>10, before>>10, after>>10)
+	if advised == 0 || after > before/2 {
+		t.Fatalf("resident pages of the executable: %d KiB before, %d KiB after releasing (%d KiB advised); want less than half left", before>>10, after>>10, advised>>10)
+	}
+}
+
+// The writable mappings (data, bss) hold state, not the file's content:
+// they are never advised.
+func TestReadOnlyMapping(t *testing.T) {
+	exe := "/usr/local/bin/cllama"
+	for _, tc := range []struct {
+		line string
+		ok   bool
+	}{
+		{"00400000-01343000 r-xp 00000000 08:01 123 /usr/local/bin/cllama", true},
+		{"01343000-0246d000 r--p 00f43000 08:01 123 /usr/local/bin/cllama", true},
+		{"0246d000-02505000 rw-p 0206d000 08:01 123 /usr/local/bin/cllama", false},
+		{"02505000-0454f000 rw-p 00000000 00:00 0", false},
+		{"7f0000000000-7f0000001000 r--p 00000000 08:01 9 /usr/lib/other.so", false},
+		{"00400000-01343000 r-xp 00000000 08:01 123 /usr/local/bin/cllama (deleted)", false},
+		{"01343000-0040000 r--p 00f43000 08:01 123 /usr/local/bin/cllama", false},
+		{"garbage", false},
+	} {
+		if _, _, ok := readOnlyMapping([]byte(tc.line), exe); ok != tc.ok {
+			t.Errorf("%q: advised %v, want %v", tc.line, ok, tc.ok)
+		}
+	}
+}
+
+// residentReadOnly is how much of exe's read-only mappings is resident
+// (the Rss lines of /proc/self/smaps).
+func residentReadOnly(t *testing.T, exe string) int64 {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip("needs /proc/self/smaps")
+	}
+	var total int64
+	in := false
+	for _, line := range bytes.Split(smaps, []byte("\n")) {
+		if _, _, ok := readOnlyMapping(line, exe); ok {
+			in = true
+			continue
+		}
+		if f := bytes.Fields(line); len(f) > 0 && bytes.Contains(f[0], []byte("-")) && !bytes.HasSuffix(f[0], []byte(":")) {
+			in = false // another mapping's header
+			continue
+		}
+		if in && bytes.HasPrefix(line, []byte("Rss:")) {
+			kb, _ := strconv.ParseInt(string(bytes.Fields(line)[1]), 10, 64)
+			total += kb << 10
+		}
+	}
+	return total
+}
