@@ -66,7 +66,9 @@ func BenchmarkFloorProcess(b *testing.B) {
 	}
 	one := func(base, token, model, content string, stream bool) func(*http.Client, int) time.Duration {
 		body := chat(model, content, stream)
-		return func(c *http.Client, _ int) time.Duration { return floorDo(b, c, base+"/v1/chat/completions", token, body) }
+		return func(c *http.Client, _ int) time.Duration {
+			return floorDo(b, c, base+"/v1/chat/completions", token, body)
+		}
 	}
 	cases := []struct {
 		name  string
@@ -101,60 +103,64 @@ func BenchmarkFloorProcess(b *testing.B) {
 	}
 	type figures struct{ cpu, p50 []float64 }
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	for b.Loop() {
-		fmt.Fprintln(tw, "\ncllama and the floor as processes of their own (medians of 5 rounds):")
-		fmt.Fprintln(tw, "FIGURE\tFLOOR CPU/REQ\tCLLAMA CPU/REQ\tCPU ÷ FLOOR\tFLOOR ADDED p50\tCLLAMA ADDED p50\tp50 ÷ FLOOR")
-		for _, tc := range cases {
-			got := map[string]*figures{}
-			turn := 0
-			for range 5 {
-				for _, p := range tc.paths {
-					clients := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-					lat := make([]time.Duration, 0, tc.n)
-					var mu sync.Mutex
-					for range 20 {
-						turn++
-						p.turn(clients, turn)
-					}
-					cpu0 := procCPU(b, p.pid)
-					var wg sync.WaitGroup
-					per := tc.n / tc.c
-					for range tc.c {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							mine := make([]time.Duration, 0, per)
-							for range per {
+	fmt.Fprintln(tw, "\ncllama and the floor as processes of their own (medians of 5 rounds):")
+	fmt.Fprintln(tw, "FIGURE\tFLOOR CPU/REQ\tCLLAMA CPU/REQ\tCPU ÷ FLOOR\tFLOOR ADDED p50\tCLLAMA ADDED p50\tp50 ÷ FLOOR")
+	defer tw.Flush()
+	// A case alone: -bench 'FloorProcess/200_KB'.
+	for _, tc := range cases {
+		b.Run(strings.ReplaceAll(tc.name, " ", "_"), func(b *testing.B) {
+			for b.Loop() {
+				got := map[string]*figures{}
+				turn := 0
+				for range 5 {
+					for _, p := range tc.paths {
+						clients := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+						lat := make([]time.Duration, 0, tc.n)
+						var mu sync.Mutex
+						for range 20 {
+							turn++
+							p.turn(clients, turn)
+						}
+						cpu0 := procCPU(b, p.pid)
+						var wg sync.WaitGroup
+						per := tc.n / tc.c
+						for range tc.c {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								mine := make([]time.Duration, 0, per)
+								for range per {
+									mu.Lock()
+									turn++
+									n := turn
+									mu.Unlock()
+									mine = append(mine, p.turn(clients, n))
+								}
 								mu.Lock()
-								turn++
-								n := turn
+								lat = append(lat, mine...)
 								mu.Unlock()
-								mine = append(mine, p.turn(clients, n))
-							}
-							mu.Lock()
-							lat = append(lat, mine...)
-							mu.Unlock()
-						}()
+							}()
+						}
+						wg.Wait()
+						cpu := float64(procCPU(b, p.pid)-cpu0) / float64(time.Microsecond) / float64(len(lat))
+						clients.CloseIdleConnections()
+						f := got[p.name]
+						if f == nil {
+							f = &figures{}
+							got[p.name] = f
+						}
+						f.cpu = append(f.cpu, cpu)
+						f.p50 = append(f.p50, float64(floorPercentile(lat, 0.5))/float64(time.Microsecond))
 					}
-					wg.Wait()
-					cpu := float64(procCPU(b, p.pid)-cpu0) / float64(time.Microsecond) / float64(len(lat))
-					clients.CloseIdleConnections()
-					f := got[p.name]
-					if f == nil {
-						f = &figures{}
-						got[p.name] = f
-					}
-					f.cpu = append(f.cpu, cpu)
-					f.p50 = append(f.p50, float64(floorPercentile(lat, 0.5))/float64(time.Microsecond))
 				}
+				direct := median(got["direct"].p50)
+				fc, cc := median(got["floor"].cpu), median(got["cllama"].cpu)
+				fp, cp := median(got["floor"].p50)-direct, median(got["cllama"].p50)-direct
+				fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.0f µs\t%.2f×\n", tc.name, fc, cc, cc/fc, fp, cp, cp/fp)
+				b.ReportMetric(cc/fc, "cpu-x-floor")
+				b.ReportMetric(cp/fp, "p50-x-floor")
 			}
-			direct := median(got["direct"].p50)
-			fc, cc := median(got["floor"].cpu), median(got["cllama"].cpu)
-			fp, cp := median(got["floor"].p50)-direct, median(got["cllama"].p50)-direct
-			fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.0f µs\t%.2f×\n", tc.name, fc, cc, cc/fc, fp, cp, cp/fp)
-			b.ReportMetric(cc/fc, strings.ReplaceAll(tc.name, " ", "_")+":cpu-x-floor")
-		}
-		_ = tw.Flush()
+		})
 	}
 }
 
