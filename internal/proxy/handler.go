@@ -72,7 +72,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	defer s.admit.leave(agent.ID)
-	body, release, err := s.readBody(w, r)
+	body, pb, release, err := s.readBody(w, r)
 	if err != nil {
 		if se := asStatus(err); se.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
@@ -118,7 +118,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		url = route.countURLs[fi]
 		info.Stream = false // a count never streams
 	}
-	call := &upstreamCall{route: route, url: url, header: r.Header, rawQuery: r.URL.RawQuery}
+	call := &upstreamCall{route: route, url: url, header: r.Header, rawQuery: r.URL.RawQuery, hold: pb}
 	x := &exchange.Exchange{
 		ID:            id,
 		Start:         start,
@@ -183,6 +183,8 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		}
 	}
 	if mediated {
+		// A transcript may keep slices of the body past the exchange.
+		pb.disown()
 		// The mediator sends the provider's model itself (x.Body keeps
 		// the runner's).
 		if !count {
@@ -239,11 +241,11 @@ func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Forma
 // and the in-flight body budget (MaxInflightBytes). release gives the
 // budget back; the caller calls it when the exchange no longer holds the
 // body.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, pb *pooledBody, release func(), err error) {
 	none := func() {}
 	max := s.cfg.MaxBodyBytes
 	if r.ContentLength > max {
-		return nil, none, s.tooLarge()
+		return nil, nil, none, s.tooLarge()
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout))
@@ -253,27 +255,34 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		// already stops the body there.
 		n := r.ContentLength
 		if !s.admit.reserve(n) {
-			return nil, none, s.tooBusy()
+			return nil, nil, none, s.tooBusy()
 		}
-		buf := make([]byte, n)
+		pb := getBody(n)
+		var buf []byte
+		if pb != nil {
+			buf = pb.b
+		} else {
+			buf = make([]byte, n)
+		}
 		if _, err := io.ReadFull(r.Body, buf); err != nil {
 			s.admit.release(n)
-			return nil, none, s.bodyError(err)
+			pb.drop()
+			return nil, nil, none, s.bodyError(err)
 		}
-		return buf, func() { s.admit.release(n) }, nil
+		return buf, pb, func() { s.admit.release(n); pb.drop() }, nil
 	}
 	br := &budgetReader{r: http.MaxBytesReader(w, r.Body, max), a: s.admit, limit: max + 1}
 	buf, err := io.ReadAll(br)
 	if err != nil {
 		s.admit.release(br.reserved)
 		if errors.Is(err, errOverBudget) {
-			return nil, none, s.tooBusy()
+			return nil, nil, none, s.tooBusy()
 		}
-		return nil, none, s.bodyError(err)
+		return nil, nil, none, s.bodyError(err)
 	}
 	held := int64(len(buf))
 	s.admit.release(br.reserved - held) // keep only what the body holds
-	return buf, func() { s.admit.release(held) }, nil
+	return buf, nil, func() { s.admit.release(held) }, nil
 }
 
 func (s *Server) tooLarge() *statusError {

@@ -30,6 +30,9 @@ type upstreamCall struct {
 	url      string
 	header   http.Header // the runner's headers; filtered here
 	rawQuery string
+	// hold, when set, is the pooled buffer the body's slices may refer
+	// to: each reader the transport gets holds it until closed.
+	hold *pooledBody
 }
 
 // send performs one upstream call, a POST of body unless c names another
@@ -56,7 +59,7 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body [][]byte) (*htt
 		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
 	}
 	if body != nil {
-		setBody(req, body)
+		setBody(req, body, c.hold)
 	}
 	copyRequestHeaders(req.Header, c.header)
 	tracing.Inject(ctx, req.Header) // the provider joins the agent's trace
@@ -100,26 +103,33 @@ func oneSlice(b []byte) [][]byte {
 
 // setBody gives req the body made of parts, with its length, and a
 // GetBody so the transport can resend it on a connection that turns out
-// to be dead.
-func setBody(req *http.Request, parts [][]byte) {
+// to be dead. With hold set, every reader made holds it until closed.
+func setBody(req *http.Request, parts [][]byte, hold *pooledBody) {
 	var n int64
 	for _, p := range parts {
 		n += int64(len(p))
 	}
-	open := func() io.Reader {
+	open := func() io.ReadCloser {
+		var r io.Reader
 		if len(parts) == 1 {
-			return bytes.NewReader(parts[0])
+			r = bytes.NewReader(parts[0])
+		} else {
+			bufs := make(net.Buffers, len(parts))
+			copy(bufs, parts)
+			r = &bufs
 		}
-		bufs := make(net.Buffers, len(parts))
-		copy(bufs, parts)
-		return &bufs
+		if hold != nil {
+			return newHeldReader(r, hold)
+		}
+		return io.NopCloser(r)
 	}
 	req.ContentLength = n
-	req.Body = io.NopCloser(open())
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(open()), nil }
 	if n == 0 {
 		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+		return
 	}
+	req.Body = open()
+	req.GetBody = func() (io.ReadCloser, error) { return open(), nil }
 }
 
 // idleBody bounds the silence between reads of an upstream body and

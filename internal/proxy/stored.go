@@ -176,11 +176,12 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	// These routes take no body, but a body sent is relayed as it came
 	// (the Go SDK streams a stored response with a GET whose JSON body
 	// holds "stream": true), once checked to be JSON.
-	body, release, err := s.readBody(w, r)
+	body, pb, release, err := s.readBody(w, r)
 	if err != nil {
 		reject(agent, asStatus(err))
 		return
 	}
+	pb.disown() // relayed without holders: left to the collector
 	defer release()
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = nil

@@ -17,7 +17,8 @@ import (
 
 // Sink hears every report after the audit log and history have it. Its
 // methods must be fast and safe for concurrent use: they run on the
-// request's goroutine.
+// request's goroutine. They must not keep e, or slices of it, after they
+// return: an entry's request body is a buffer the proxy uses again.
 type Sink interface {
 	// Event is an audit event as logged (TS set).
 	Event(e *audit.Event)
