@@ -189,11 +189,10 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format
 func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, resp *http.Response) {
 	sse.PrepareHeader(w.Header())
 	w.WriteHeader(resp.StatusCode)
+	// The headers go out with the first events, in one write (providers
+	// open a stream with an event at once: OpenAI's role delta,
+	// Anthropic's message_start, the Responses API's response.created).
 	sw := sse.NewWriter(w)
-	if err := sw.Flush(); err != nil {
-		s.clientGone(x)
-		return
-	}
 	// st is what the format reads of the stream: usage, its end, the
 	// provider's own error event.
 	var st wire.StreamState
