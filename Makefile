@@ -24,8 +24,10 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -skip BenchmarkFloor -benchmem $(PKGS)
-	@# Last: cllama against a bare reverse proxy, same run, as a summary table.
+	@# Last: cllama against a bare reverse proxy, same run, as summary tables
+	@# (in one process, then as processes of their own).
 	$(GO) test -run '^$$' -bench BenchmarkFloor -benchtime 2000x ./internal/proxy/
+	$(GO) test -run '^$$' -bench BenchmarkFloorProcess -benchtime 1x ./cmd/cllama/
 
 FUZZTIME ?= 20s
 fuzz:
