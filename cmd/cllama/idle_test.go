@@ -19,9 +19,9 @@ import (
 // a managed tool and one without, a provider, history, the continuity
 // store and metrics on) and prints its resident memory at rest two seconds
 // after start, split into anonymous memory and pages of files (its own
-// executable), then again at rest after a mix of traffic: plain and
+// executable), then again two seconds after a mix of traffic (plain and
 // streamed requests, mediated turns with a tool call, metrics scrapes and
-// health checks.
+// health checks) and once it has been idle for twelve.
 //
 //	go test -run '^$' -bench IdleRSS -benchtime 1x ./cmd/cllama/
 func BenchmarkIdleRSS(b *testing.B) {
@@ -77,6 +77,11 @@ func BenchmarkIdleRSS(b *testing.B) {
 		time.Sleep(2 * time.Second)
 		b.ReportMetric(mib(procStatus(b, pid, "VmRSS")), "after-load-MiB")
 		b.ReportMetric(mib(procStatus(b, pid, "RssAnon")), "after-load-anon-MiB")
+		// Idle for longer than cllama waits before it gives the heap
+		// back.
+		time.Sleep(10 * time.Second)
+		b.ReportMetric(mib(procStatus(b, pid, "VmRSS")), "idle-after-load-MiB")
+		b.ReportMetric(mib(procStatus(b, pid, "RssAnon")), "idle-after-load-anon-MiB")
 		_ = p.cmd.Process.Kill()
 	}
 }

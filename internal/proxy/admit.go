@@ -45,6 +45,15 @@ type admission struct {
 	trimTimer *time.Timer
 	trim      func()
 	now       func() time.Time
+
+	// The same holds after any traffic: the heap requests used stays
+	// with the process. Once no request has been in progress for
+	// idleAfter, and some were served since the last trim, trim runs
+	// once (at most once per trimEvery, like the spike's).
+	inProgress int
+	served     bool
+	idleAfter  time.Duration
+	idleTimer  *time.Timer
 }
 
 const (
@@ -54,7 +63,7 @@ const (
 
 func newAdmission(maxBytes int64, perAgent int) *admission {
 	return &admission{maxBytes: maxBytes, perAgent: perAgent, agents: map[string]int{},
-		trim: debug.FreeOSMemory, now: time.Now}
+		trim: debug.FreeOSMemory, now: time.Now, idleAfter: trimEvery}
 }
 
 // enter takes one of the agent's request slots.
@@ -65,16 +74,46 @@ func (a *admission) enter(agent string) bool {
 		return false
 	}
 	a.agents[agent]++
+	a.inProgress++
+	a.served = true
+	if a.idleTimer != nil {
+		a.idleTimer.Stop()
+	}
 	return true
 }
 
-// leave gives an agent's slot back.
+// leave gives an agent's slot back; the last request in progress starts
+// the idle wait.
 func (a *admission) leave(agent string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.agents[agent]--; a.agents[agent] <= 0 {
 		delete(a.agents, agent)
 	}
+	if a.inProgress--; a.inProgress == 0 {
+		if a.idleTimer == nil {
+			a.idleTimer = time.AfterFunc(a.idleAfter, a.trimIdle)
+		} else {
+			a.idleTimer.Reset(a.idleAfter)
+		}
+	}
+}
+
+// trimIdle trims once traffic has stopped (see idleAfter).
+func (a *admission) trimIdle() {
+	a.mu.Lock()
+	if a.inProgress > 0 || !a.served {
+		a.mu.Unlock()
+		return
+	}
+	if wait := trimEvery - a.now().Sub(a.lastTrim); wait > 0 {
+		a.idleTimer.Reset(wait)
+		a.mu.Unlock()
+		return
+	}
+	a.served, a.peak, a.lastTrim = false, a.bytes, a.now()
+	a.mu.Unlock()
+	a.trim()
 }
 
 // reserve takes n bytes of the body budget.

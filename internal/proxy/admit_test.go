@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,5 +173,51 @@ func TestAdmissionTrimsAfterASpike(t *testing.T) {
 	a.mu.Unlock()
 	if !scheduled {
 		t.Fatal("the second spike's trim is not scheduled")
+	}
+}
+
+// After traffic stops, the memory its requests used goes back to the OS
+// once: not while a request is in progress, not again while nothing was
+// served, and not more often than the spike's trim.
+func TestAdmissionTrimsOnceIdle(t *testing.T) {
+	a := newAdmission(1<<30, 100)
+	a.idleAfter = 20 * time.Millisecond
+	trims := make(chan struct{}, 10)
+	a.trim = func() { trims <- struct{}{} }
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	a.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	trimmed := func(within time.Duration) bool {
+		select {
+		case <-trims:
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+
+	a.enter("alice")
+	a.enter("bob")
+	a.leave("alice") // bob's request is still in progress
+	if trimmed(100 * time.Millisecond) {
+		t.Fatal("trimmed while a request was in progress")
+	}
+	a.leave("bob")
+	if !trimmed(5 * time.Second) {
+		t.Fatal("no trim once idle")
+	}
+	if trimmed(100 * time.Millisecond) {
+		t.Fatal("trimmed again with nothing served since")
+	}
+	a.enter("alice")
+	a.leave("alice")
+	if trimmed(100 * time.Millisecond) {
+		t.Fatalf("trimmed twice within %s", trimEvery)
+	}
+	clock.Add(int64(trimEvery))
+	a.enter("alice")
+	a.leave("alice")
+	if !trimmed(5 * time.Second) {
+		t.Fatalf("no trim once idle %s after the last", trimEvery)
 	}
 }
