@@ -166,7 +166,7 @@ func BenchmarkFloorProcess(b *testing.B) {
 
 // floorService is the provider (a text answer, a stream, or for a request
 // offering desk__ping without its result, a call of it) and the tool
-// service (/ping).
+// service (/ping) of the binary's benchmarks.
 func floorService(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if r.URL.Path == "/ping" {

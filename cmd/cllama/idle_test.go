@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -32,32 +31,15 @@ func BenchmarkIdleRSS(b *testing.B) {
 	defer cancel()
 	dir := b.TempDir()
 	bin := buildCllama(ctx, b, dir)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"stream":true`)) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "data: {\"id\":\"s\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if bytes.Contains(body, []byte(`"desk__ping"`)) && !bytes.Contains(body, []byte(`"tool_call_id"`)) {
-			_, _ = io.WriteString(w, `{"id":"t","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"desk__ping","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
-			return
-		}
-		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
-	}))
-	b.Cleanup(up.Close)
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"pong":true}`)
-	}))
-	b.Cleanup(tool.Close)
+	// One server is the provider and the tool service (/ping).
+	svc := httptest.NewServer(http.HandlerFunc(floorService))
+	b.Cleanup(svc.Close)
 	root := filepath.Join(dir, "context")
 	write(b, filepath.Join(root, "plain", "metadata.json"), `{"token":"plain:s"}`)
 	write(b, filepath.Join(root, "tooled", "metadata.json"), `{"token":"tooled:s"}`)
 	write(b, filepath.Join(root, "tooled", "tools.json"), `{"version":1,"tools":[{"name":"desk.ping","description":"ping","inputSchema":{"type":"object","properties":{}},
-	 "execution":{"transport":"http","service":"desk","base_url":"`+tool.URL+`","method":"POST","path":"/ping"}}]}`)
-	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+up.URL+`/v1","api_key":"k"}}}`)
+	 "execution":{"transport":"http","service":"desk","base_url":"`+svc.URL+`","method":"POST","path":"/ping"}}]}`)
+	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+svc.URL+`/v1","api_key":"k"}}}`)
 	metricsAddr := freeAddr(b)
 	for b.Loop() {
 		p := startCllama(ctx, b, bin, "CLAW_CONTEXT_ROOT="+root, "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),

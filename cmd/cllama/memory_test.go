@@ -35,33 +35,20 @@ func BenchmarkLargeBodiesRSS(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		// A request offering the managed tool, before its result: call it.
-		if bytes.Contains(body, []byte(`"desk__ping"`)) && !bytes.Contains(body, []byte(`"tool_call_id"`)) {
-			_, _ = io.WriteString(w, `{"id":"t","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"desk__ping","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
-			return
-		}
-		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
-	}))
-	b.Cleanup(up.Close)
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"pong":true}`)
-	}))
-	b.Cleanup(tool.Close)
+	// One server is the provider and the tool service (/ping).
+	svc := httptest.NewServer(http.HandlerFunc(floorService))
+	b.Cleanup(svc.Close)
 	// The same agents with a managed tool: their requests go through the
 	// tool loop (one hidden round).
 	mediatedCtx := filepath.Join(dir, "context-mediated")
 	write(b, filepath.Join(mediatedCtx, "a0", "metadata.json"), `{"token":"a0:s"}`)
 	write(b, filepath.Join(mediatedCtx, "a0", "tools.json"), `{"version":1,"tools":[{"name":"desk.ping","description":"ping","inputSchema":{"type":"object"},
-	 "execution":{"transport":"http","service":"desk","base_url":"`+tool.URL+`","method":"POST","path":"/ping"}}]}`)
+	 "execution":{"transport":"http","service":"desk","base_url":"`+svc.URL+`","method":"POST","path":"/ping"}}]}`)
 	const agents, size = 16, 30 << 20
 	for i := range agents {
 		write(b, filepath.Join(dir, "context", fmt.Sprintf("a%d", i), "metadata.json"), fmt.Sprintf(`{"token":"a%d:s"}`, i))
 	}
-	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+up.URL+`/v1","api_key":"k"}}}`)
+	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+svc.URL+`/v1","api_key":"k"}}}`)
 	body := append([]byte(`{"model":"fake/m","messages":[{"role":"user","content":"`), bytes.Repeat([]byte("x"), size)...)
 	body = append(body, `"}]}`...)
 
