@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -101,6 +102,11 @@ func oneSlice(b []byte) [][]byte {
 	return [][]byte{b}
 }
 
+// joinBelow is the size up to which a body of several slices is sent as
+// one: copying it costs less than the write of its own the transport gives
+// the headers of a body it cannot tell is in memory.
+const joinBelow = 64 << 10
+
 // setBody gives req the body made of parts, with its length, and a
 // GetBody so the transport can resend it on a connection that turns out
 // to be dead. With hold set, every reader made holds it until closed.
@@ -108,6 +114,11 @@ func setBody(req *http.Request, parts [][]byte, hold *pooledBody) {
 	var n int64
 	for _, p := range parts {
 		n += int64(len(p))
+	}
+	if len(parts) > 1 && n <= joinBelow {
+		// One slice: the transport then knows the body is in memory
+		// and writes it with the headers, in one write rather than two.
+		parts, hold = [][]byte{slices.Concat(parts...)}, nil
 	}
 	open := func() io.ReadCloser {
 		var r io.Reader
