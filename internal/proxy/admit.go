@@ -99,6 +99,19 @@ func (a *admission) leave(agent string) {
 	}
 }
 
+// close stops the trims still to come.
+func (a *admission) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.served = false // an idle wait that fires anyway trims nothing
+	if a.idleTimer != nil {
+		a.idleTimer.Stop()
+	}
+	if a.trimTimer != nil {
+		a.trimTimer.Stop()
+	}
+}
+
 // trimIdle trims once traffic has stopped (see idleAfter).
 func (a *admission) trimIdle() {
 	a.mu.Lock()

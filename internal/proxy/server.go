@@ -211,7 +211,11 @@ func New(cfg Config, opts Options) (*Server, error) {
 // Close flushes and closes what New opened for itself: the record of who
 // owns each stored response. A History writer given in Options is the
 // caller's to close; one New opened is closed with History().Close().
-func (s *Server) Close() error { return s.owners.Close() }
+// It also stops the memory trims still to come.
+func (s *Server) Close() error {
+	s.admit.close()
+	return s.owners.Close()
+}
 
 // Config returns the configuration the server runs with (defaults filled).
 func (s *Server) Config() Config { return s.cfg }
