@@ -239,8 +239,10 @@ func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Forma
 
 // readBody reads the runner's body within MaxBodyBytes, BodyReadTimeout
 // and the in-flight body budget (MaxInflightBytes). release gives the
-// budget back; the caller calls it when the exchange no longer holds the
-// body.
+// budget back and drops the handler's hold on pb; the caller calls it when
+// the exchange no longer holds the body. pb, when not nil, is the pooled
+// buffer body is in: readers of it that may outlive the handler hold it
+// (upstreamCall.hold), and a body whose bytes may be kept is disowned.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, pb *pooledBody, release func(), err error) {
 	none := func() {}
 	max := s.cfg.MaxBodyBytes
