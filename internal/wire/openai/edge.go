@@ -68,8 +68,11 @@ func readUsage(raw []byte, u *wire.Usage) bool {
 		return false // absent, or null
 	}
 	var f usageFields
-	if json.Unmarshal(raw, &f) != nil {
-		return false
+	if !jsontop.Valid(raw) || !fastUsage(raw, &f) {
+		f = usageFields{}
+		if json.Unmarshal(raw, &f) != nil {
+			return false
+		}
 	}
 	found := false
 	if f.Prompt != nil {
@@ -79,6 +82,30 @@ func readUsage(raw []byte, u *wire.Usage) bool {
 		u.Output, found = *f.Completion, true
 	}
 	return found
+}
+
+var usageKeys = []string{"prompt_tokens", "completion_tokens"}
+
+// fastUsage decodes a valid usage object as encoding/json would, without
+// reflection (every response and stream has one); false: leave it to
+// encoding/json.
+func fastUsage(raw []byte, f *usageFields) bool {
+	return wire.StructMembers(raw, 0, usageKeys, func(k int, v []byte) bool {
+		p := &f.Prompt
+		if k == 1 {
+			p = &f.Completion
+		}
+		if v[0] == 'n' {
+			*p = nil
+			return true
+		}
+		var n int
+		if !wire.DecodeInt(v, &n) {
+			return false
+		}
+		*p = &n
+		return true
+	})
 }
 
 // Usage implements wire.Format: the top-level usage member.

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -82,4 +83,35 @@ func BenchmarkUsage1KB(b *testing.B) {
 			b.Fatal("no usage")
 		}
 	}
+}
+
+// readUsage reads a usage object as encoding/json reads it into
+// usageFields, whichever path it takes.
+func FuzzReadUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}`, `{"prompt_tokens":null}`,
+		`{"prompt_tokens":1.0}`, `{"prompt_tokens":1e3}`, `{"Prompt_Tokens":4}`, `{"prompt_tokens":1,"prompt_tokens":2}`,
+		`{"prompt_tokens":99999999999999999999}`, `{"prompt_tokens":-0,"x":{"y":[1,2]}}`, `{"\u0070rompt_tokens":5}`,
+		`{"prompt_tokens":"1"}`, `{"prompt_tokens":1`, `{}`, `{"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var got wire.Usage
+		ok := readUsage(raw, &got)
+		var want wire.Usage
+		wantOK := false
+		var fields usageFields
+		if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &fields) == nil {
+			if fields.Prompt != nil {
+				want.Input, wantOK = *fields.Prompt, true
+			}
+			if fields.Completion != nil {
+				want.Output, wantOK = *fields.Completion, true
+			}
+		}
+		if ok != wantOK || got != want {
+			t.Fatalf("%q: readUsage %+v %v, encoding/json %+v %v", raw, got, ok, want, wantOK)
+		}
+	})
 }
