@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // appendEvent appends e as json.Marshal encodes it, without reflection:
@@ -77,14 +78,5 @@ func appendString(b []byte, key, s string, omitEmpty bool) []byte {
 	if s == "" && omitEmpty {
 		return b
 	}
-	b = append(b, key...)
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return jsontop.AppendString(append(b, key...), s)
 }

@@ -120,3 +120,15 @@ func BenchmarkValid(b *testing.B) {
 		})
 	}
 }
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "<&>", "\n\t\x01", "é", "\xff\xfe", "\u2028\u2029"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("%q: %s, encoding/json %s", s, got[1:], want)
+		}
+	})
+}

@@ -1,0 +1,21 @@
+package jsontop
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// AppendString appends s as encoding/json.Marshal writes a string: HTML
+// characters escaped, invalid UTF-8 replaced by U+FFFD. Plain ASCII, what
+// hand-written encoders mostly meet, is copied as it is.
+func AppendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
