@@ -2,8 +2,11 @@ package openai
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
@@ -130,6 +133,101 @@ func (a *assembler) Observe(_ string, data []byte) {
 }
 
 func (a *assembler) Result() (json.RawMessage, string) {
+	if b, ok := a.appendResult(); ok {
+		return b, a.Note()
+	}
+	return a.marshalResult()
+}
+
+// appendResult writes the assembled chat.completion by hand, as
+// marshalResult's encoding/json does, byte for byte (FuzzAssembleResult
+// holds the two together): every streamed exchange with history on ends
+// with one. false: a usage object encoding/json would rewrite (spaces,
+// HTML characters, anything not ASCII); marshalResult then writes it.
+func (a *assembler) appendResult() ([]byte, bool) {
+	if len(a.usage) > 0 && !plainRaw(a.usage) {
+		return nil, false
+	}
+	b := make([]byte, 0, 256+a.Used)
+	b = jsontop.AppendString(append(b, `{"id":`...), a.id)
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, a.created, 10)
+	b = jsontop.AppendString(append(b, `,"model":`...), a.model)
+	if a.fingerprint != "" {
+		b = jsontop.AppendString(append(b, `,"system_fingerprint":`...), a.fingerprint)
+	}
+	b = append(b, `,"choices":[`...)
+	for n, idx := range wire.SortedKeys(a.choices) {
+		st := a.choices[idx]
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(append(b, `{"index":`...), int64(idx), 10)
+		role := st.role
+		if role == "" {
+			role = "assistant"
+		}
+		b = jsontop.AppendString(append(b, `,"message":{"role":`...), role)
+		b = append(b, `,"content":`...)
+		if st.content.Len() > 0 || len(st.toolCalls) == 0 {
+			b = jsontop.AppendString(b, st.content.String())
+		} else {
+			b = append(b, "null"...)
+		}
+		if st.refusal.Len() > 0 {
+			b = jsontop.AppendString(append(b, `,"refusal":`...), st.refusal.String())
+		}
+		if st.reasoning.Len() > 0 {
+			b = jsontop.AppendString(append(b, `,"reasoning_content":`...), st.reasoning.String())
+		}
+		if len(st.toolCalls) > 0 {
+			b = append(b, `,"tool_calls":[`...)
+			for m, ti := range wire.SortedKeys(st.toolCalls) {
+				t := st.toolCalls[ti]
+				if m > 0 {
+					b = append(b, ',')
+				}
+				typ := t.typ
+				if typ == "" {
+					typ = "function"
+				}
+				b = jsontop.AppendString(append(b, `{"id":`...), t.id)
+				b = jsontop.AppendString(append(b, `,"type":`...), typ)
+				b = jsontop.AppendString(append(b, `,"function":{"name":`...), t.name)
+				b = jsontop.AppendString(append(b, `,"arguments":`...), t.args.String())
+				b = append(b, "}}"...)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `},"finish_reason":`...)
+		if st.finish != "" {
+			b = jsontop.AppendString(b, st.finish)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if len(a.usage) > 0 {
+		b = append(append(b, `,"usage":`...), a.usage...)
+	}
+	return append(b, '}'), true
+}
+
+// plainRaw reports whether encoding/json would write the JSON raw as it
+// is (as a json.RawMessage): valid, ASCII, and without whitespace or HTML
+// characters to compact or escape.
+func plainRaw(raw []byte) bool {
+	for _, c := range raw {
+		if c <= ' ' || c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return jsontop.Valid(raw)
+}
+
+// marshalResult is Result with encoding/json, for any assembly.
+func (a *assembler) marshalResult() (json.RawMessage, string) {
 	type toolCall struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
