@@ -109,7 +109,7 @@ func upstreamBody(body, original []byte, info requestInfo) ([][]byte, error) {
 			return nil, fmt.Errorf("the decorated request lost its model %q", info.Model)
 		}
 	}
-	return [][]byte{body[:start], appendJSONString(nil, info.Upstream), body[end:]}, nil
+	return [][]byte{body[:start], jsontop.AppendString(nil, info.Upstream), body[end:]}, nil
 }
 
 func sameSlice(a, b []byte) bool {
@@ -143,24 +143,6 @@ func decodeString(lit []byte) string {
 	var s string
 	_ = json.Unmarshal(lit, &s)
 	return s
-}
-
-// appendJSONString appends s as a JSON string literal.
-func appendJSONString(b []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }
 
 // quoteForMessage quotes a runner-supplied value for an error message,
