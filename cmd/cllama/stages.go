@@ -29,6 +29,7 @@ var flagHelp = flag.ErrHelp
 type stages struct {
 	opts     proxy.Options
 	executor *toolexec.Executor
+	mediator *mediate.Mediator
 	broker   *broker.Broker
 	history  *history.Writer
 	rec      *recorder.Recorder
@@ -47,6 +48,9 @@ func (s *stages) Close() error {
 	}
 	if s.executor != nil {
 		_ = s.executor.Close()
+	}
+	if s.mediator != nil {
+		_ = s.mediator.Close() // its continuity log and the state directory's lock
 	}
 	return s.history.Close()
 }
@@ -100,6 +104,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
 	}
+	st.mediator = med
 	if cfg.MetricsAddr != "" {
 		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats})
 		st.rec.Add(st.metrics)

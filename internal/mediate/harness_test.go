@@ -271,11 +271,15 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 	if ka == 0 {
 		ka = time.Hour
 	}
+	if h.med != nil {
+		_ = h.med.Close() // a restart: the old one lets go of the state directory
+	}
 	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
 		RetryBaseDelay: time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.t.Cleanup(func() { _ = m.Close() })
 	return m
 }
 

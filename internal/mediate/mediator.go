@@ -111,6 +111,8 @@ type Mediator struct {
 	loopList []wire.ToolLoop
 	catalogs *catalogCache
 	canon    *canonCache
+	// owned is the store New opened from StateDir (Close closes it).
+	owned *Store
 }
 
 var _ exchange.Mediator = (*Mediator)(nil)
@@ -146,7 +148,12 @@ func New(o Options) (*Mediator, error) {
 		}
 		o.Continuity = store
 	}
+	owned, _ := o.Continuity.(*Store)
+	if o.StateDir == "" || owned == nil || owned.dir != o.StateDir {
+		owned = nil
+	}
 	m := &Mediator{
+		owned:    owned,
 		opt:      o,
 		loops:    map[exchange.Format]wire.ToolLoop{},
 		catalogs: newCatalogCache(),
@@ -246,6 +253,16 @@ func (m *Mediator) Present(x *exchange.Exchange) ([]byte, error) {
 		return nil, fail
 	}
 	return t.req.Encode()
+}
+
+// Close releases the continuity store New opened from StateDir (a store
+// passed in Options.Continuity is the caller's to close). Call it once no
+// request is in progress.
+func (m *Mediator) Close() error {
+	if m.owned == nil {
+		return nil
+	}
+	return m.owned.Close()
 }
 
 // ContinuityStats reports the continuity store's entries and bytes.

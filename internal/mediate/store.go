@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -47,21 +44,23 @@ type ContinuityBatch interface {
 
 // Store holds continuity entries: hidden messages by key. It is bounded by
 // count, by total bytes (least recently used go first), by the size of one
-// entry and by age. Given a directory it keeps each entry in a file of its
-// own (0600) and only an index in memory (key, size, last use): entries are
-// read back from disk when a request needs them, so neither the store's
-// size nor a restart brings them all into memory. Without a directory the
-// entries are in memory, within the same bounds. It is safe for concurrent
-// use.
+// entry and by age. Given a directory it keeps the entries in one
+// append-only log (continuity.log, 0600; see storelog.go) and only an index
+// in memory (key, offset, size, last use): an entry is read back from the
+// log when a request needs it, so neither the store's size nor a restart
+// brings the entries into memory. Without a directory the entries are in
+// memory, within the same bounds. It is safe for concurrent use; a
+// directory is used by one store at a time (continuity.lock).
 //
-// On disk an entry is whole or absent, never torn: it is written to a
-// temporary file that is renamed over the entry's file only once complete.
-// A crash (or a full disk) mid-write leaves the previous version and at
-// most a temporary file, which the next OpenStore removes; a file that
-// does not decode (a power loss before the data reached the disk) is
-// removed when it is read rather than used. Entries are not synced: a
-// power loss may lose the latest ones, which only costs the model a repeat
-// of the hidden tool calls they recorded.
+// On disk an entry is whole or absent, never torn: each record carries its
+// length and checksum, a Put returns once its record is written (one
+// write(2) at the end of the log), a write that fails is cut off again and
+// one a crash cut short is cut off by the next OpenStore; a record whose
+// checksum fails is never used. Records are not synced: a power loss may
+// lose the latest entries, which only costs the model a repeat of the
+// hidden tool calls they recorded. Dead records are reclaimed by
+// compaction in the background, so the log stays within about 1.5 times
+// MaxBytes.
 type Store struct {
 	dir           string
 	max           int
@@ -78,16 +77,31 @@ type Store struct {
 	// evicted (key -> when marked), oldest first in markOrder, so a key
 	// two conversations claimed stays unrestorable for as long as a mark
 	// would have lived; bounded by maxMarksPerEntry times the entry bound.
-	// With a directory each is also a small <key>.mark file, so they
+	// With a directory their records stay in the log (markBytes), so they
 	// survive a restart.
 	marks     map[string]*list.Element
 	markOrder *list.List
+	markBytes int64
+
+	// The log, with a directory (storelog.go).
+	file   *logFile
+	size   int64 // end of the log: where the next record goes
+	torn   bool  // a failed write could not be cut off: cut before the next
+	closed bool
+	unlock func()
+	// Compaction: one at a time, in the background.
+	compacting     bool
+	compactEnd     int64   // the log's end when the running one started
+	compactDropped []int64 // records before compactEnd cleared since
+	compactAfter   time.Time
+	compactions    sync.WaitGroup
 }
 
 // markEntry is a remembered ambiguity mark.
 type markEntry struct {
 	key  string
 	used time.Time
+	size int64 // of its record in the log
 }
 
 // maxMarksPerEntry bounds the remembered marks as a multiple of the entry
@@ -96,21 +110,14 @@ const maxMarksPerEntry = 4
 
 type storeEntry struct {
 	key  string
-	size int64
+	off  int64 // of its record in the log
+	size int64 // of its record, or of its messages in memory
 	used time.Time
 	// messages are held only by a store without a directory.
 	messages []json.RawMessage
 	// ambiguous marks a key two writers claimed with PutOnce: it holds no
-	// messages and Get never returns it. On disk it is known once its
-	// file has been read.
+	// messages and Get never returns it.
 	ambiguous bool
-}
-
-// storeFile is an entry on disk.
-type storeFile struct {
-	Stored    time.Time         `json:"stored"`
-	Messages  []json.RawMessage `json:"messages,omitempty"`
-	Ambiguous bool              `json:"ambiguous,omitempty"`
 }
 
 // StoreOptions configure a Store. Zero values mean the defaults.
@@ -119,8 +126,8 @@ type StoreOptions struct {
 	Dir string
 	// MaxEntries bounds the entry count (default 4096).
 	MaxEntries int
-	// MaxBytes bounds the entries' total size: their files' sizes, or the
-	// bytes of their messages in memory (default 64 MiB).
+	// MaxBytes bounds the entries' total size: their records in the log,
+	// or the bytes of their messages in memory (default 64 MiB).
 	MaxBytes int64
 	// MaxEntryBytes bounds one entry; a larger one is refused with
 	// ErrEntryTooLarge (default 4 MiB, at most MaxBytes).
@@ -146,15 +153,12 @@ var ErrEntryTooLarge = errors.New("continuity entry too large")
 // the key is kept as ambiguous and restores nothing from then on.
 var ErrAmbiguous = errors.New("continuity key claimed twice")
 
-const (
-	entrySuffix = ".json"
-	markSuffix  = ".mark"
-	// tempPrefix names an entry being written; one left behind is from a
-	// write a crash or a full disk interrupted.
-	tempPrefix = ".tmp-"
-)
+// tempPrefix names a log being compacted; one left behind is from a
+// compaction a crash or a full disk interrupted.
+const tempPrefix = ".tmp-"
 
 // OpenStore opens a store, indexing the entries a directory already holds.
+// With a directory, Close releases it.
 func OpenStore(o StoreOptions) (*Store, error) {
 	s := &Store{dir: o.Dir, max: o.MaxEntries, maxBytes: o.MaxBytes, maxEntryBytes: o.MaxEntryBytes, maxAge: o.MaxAge, now: o.Now,
 		entries: map[string]*list.Element{}, lru: list.New(), marks: map[string]*list.Element{}, markOrder: list.New()}
@@ -167,7 +171,7 @@ func OpenStore(o StoreOptions) (*Store, error) {
 	if s.maxEntryBytes <= 0 {
 		s.maxEntryBytes = DefaultContinuityMaxEntryBytes
 	}
-	s.maxEntryBytes = min(s.maxEntryBytes, s.maxBytes)
+	s.maxEntryBytes = min(s.maxEntryBytes, s.maxBytes, maxRecordLen)
 	if s.maxAge <= 0 {
 		s.maxAge = 7 * 24 * time.Hour
 	}
@@ -180,71 +184,17 @@ func OpenStore(o StoreOptions) (*Store, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("continuity store: %w", err)
 	}
-	return s, s.load()
-}
-
-// load indexes every entry file by size and modification time, oldest
-// first, dropping expired, oversized and excess ones, and removes
-// temporary files left by interrupted writes (the store is opened once,
-// before any Put of this process). It reads no entry: a file is decoded
-// when a request needs it.
-func (s *Store) load() error {
-	des, err := os.ReadDir(s.dir)
-	if err != nil {
-		return fmt.Errorf("continuity store: %w", err)
+	if err := s.openLog(); err != nil {
+		return nil, fmt.Errorf("continuity store %s: %w", s.dir, err)
 	}
-	var loaded []*storeEntry
-	var marks []markEntry
-	for _, de := range des {
-		name := de.Name()
-		if !de.IsDir() && strings.HasPrefix(name, tempPrefix) {
-			_ = os.Remove(filepath.Join(s.dir, name))
-			continue
-		}
-		if !de.Type().IsRegular() {
-			continue
-		}
-		info, err := de.Info()
-		if err != nil {
-			continue
-		}
-		if key, ok := strings.CutSuffix(name, markSuffix); ok {
-			if s.now().Sub(info.ModTime()) > s.maxAge {
-				_ = os.Remove(filepath.Join(s.dir, name))
-				continue
-			}
-			marks = append(marks, markEntry{key: key, used: info.ModTime()})
-			continue
-		}
-		if !strings.HasSuffix(name, entrySuffix) {
-			continue
-		}
-		if s.now().Sub(info.ModTime()) > s.maxAge || info.Size() > s.maxEntryBytes {
-			_ = os.Remove(filepath.Join(s.dir, name))
-			continue
-		}
-		loaded = append(loaded, &storeEntry{key: strings.TrimSuffix(name, entrySuffix), size: info.Size(), used: info.ModTime()})
-	}
-	sort.Slice(loaded, func(i, j int) bool { return loaded[i].used.Before(loaded[j].used) })
-	sort.Slice(marks, func(i, j int) bool { return marks[i].used.Before(marks[j].used) })
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, m := range marks {
-		s.rememberMarkLocked(m.key, m.used)
-	}
-	for _, e := range loaded {
-		s.entries[e.key] = s.lru.PushFront(e)
-		s.bytes += e.size
-	}
-	s.evictLocked()
-	return nil
+	return s, nil
 }
 
 // Get returns the hidden messages stored under key.
 func (s *Store) Get(key string) ([]json.RawMessage, bool) {
 	s.mu.Lock()
 	el, ok := s.entries[key]
-	if !ok {
+	if !ok || s.closed {
 		s.mu.Unlock()
 		return nil, false
 	}
@@ -265,41 +215,39 @@ func (s *Store) Get(key string) ([]json.RawMessage, bool) {
 		s.mu.Unlock()
 		return e.messages, true
 	}
+	f, off, size := s.file.acquire(), e.off, e.size
 	s.mu.Unlock()
-	// Read outside the lock: a concurrent Put renames a whole new version
-	// over the file and eviction unlinks it, so this reads one whole
-	// version or finds none.
-	b, err := os.ReadFile(s.path(key))
-	var f storeFile
+	// Read outside the lock: records are never rewritten in place (a
+	// compaction writes a new file, and this one stays open until its
+	// last reader is done).
+	b := make([]byte, size)
+	_, err := f.f.ReadAt(b, off)
+	f.release()
+	var rec record
 	if err == nil {
-		err = json.Unmarshal(b, &f)
+		rec, err = decodeRecord(b)
 	}
-	if err == nil && f.Ambiguous {
+	if err != nil || rec.kind != kindEntry || rec.key != key {
 		s.mu.Lock()
-		e.ambiguous = true
-		s.mu.Unlock()
-		return nil, false
-	}
-	if err != nil || len(f.Messages) == 0 {
-		s.mu.Lock()
-		if cur, ok := s.entries[key]; ok && cur == el {
-			s.removeLocked(el) // a torn or foreign file is not continuity
+		if cur, ok := s.entries[key]; ok && cur == el && e.off == off {
+			s.removeLocked(el) // a damaged record is not continuity
 		}
 		s.mu.Unlock()
 		return nil, false
 	}
-	return f.Messages, true
+	return rec.messages, true
 }
 
 // Put stores messages under key, persisting them when the store has a
-// directory. The write is atomic (temp file and rename). An entry over
+// directory (it returns once their record is written). An entry over
 // MaxEntryBytes is refused with ErrEntryTooLarge and an older entry under
-// key is dropped.
+// key is dropped. A remembered ambiguity mark of key is dropped too: Put
+// replaces whatever key named.
 func (s *Store) Put(key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}
-	return s.put(key, storeFile{Stored: s.now(), Messages: messages}, false)
+	return s.put(key, messages, false)
 }
 
 // PutOnce is Put for a key that must name one entry for good: when key
@@ -311,66 +259,78 @@ func (s *Store) PutOnce(key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}
-	return s.put(key, storeFile{Stored: s.now(), Messages: messages}, true)
+	return s.put(key, messages, true)
 }
 
-func (s *Store) put(key string, f storeFile, once bool) error {
+func (s *Store) put(key string, messages []json.RawMessage, once bool) error {
+	if len(key) == 0 || len(key) > maxKeyLen {
+		return fmt.Errorf("continuity key of %d bytes: want 1 to %d", len(key), maxKeyLen)
+	}
+	now := s.now()
 	var (
-		encoded []byte
-		size    int64
+		rec  []byte
+		size int64
 	)
 	if s.dir != "" {
-		var err error
-		if encoded, err = json.Marshal(f); err != nil {
-			return err
-		}
-		size = int64(len(encoded))
-	} else {
-		for _, m := range f.Messages {
-			size += int64(len(m))
-		}
-	}
-	if size > s.maxEntryBytes {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if el, ok := s.liveLocked(key); ok {
-			if once {
-				return errors.Join(s.markAmbiguousLocked(el), ErrAmbiguous)
+		bp := recPool.Get().(*[]byte)
+		defer func() {
+			if rec != nil && cap(rec) <= maxPooledBuf {
+				*bp = rec[:0]
+				recPool.Put(bp)
 			}
-			s.removeLocked(el)
+		}()
+		for _, m := range messages {
+			size += 4 + int64(len(m))
 		}
-		return fmt.Errorf("%w: %d bytes, over the cap of %d bytes per entry", ErrEntryTooLarge, size, s.maxEntryBytes)
-	}
-	var tmp string
-	if s.dir != "" {
-		var err error
-		if tmp, err = s.writeTemp(encoded); err != nil {
-			return err
+		size += recHeaderLen + recFixedLen + int64(len(key))
+		if size <= s.maxEntryBytes {
+			rec = appendRecord((*bp)[:0], kindEntry, now.UnixNano(), key, messages)
+		}
+	} else {
+		for _, m := range messages {
+			size += int64(len(m))
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return ErrStoreClosed
+	}
 	el, exists := s.liveLocked(key)
+	if size > s.maxEntryBytes {
+		if exists {
+			if once {
+				return errors.Join(s.markAmbiguousLocked(el), ErrAmbiguous)
+			}
+			// The old entry is stale now: it must not come back at the
+			// next start either.
+			err := s.invalidateLocked(el.Value.(*storeEntry))
+			s.removeLocked(el)
+			if err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("%w: %d bytes, over the cap of %d bytes per entry", ErrEntryTooLarge, size, s.maxEntryBytes)
+	}
 	if once && !exists && s.markedLocked(key) {
 		// An evicted mark still guards its key: the claim is ambiguous
 		// again, and the mark is an entry again.
-		el = s.lru.PushFront(&storeEntry{key: key, used: f.Stored})
+		el = s.lru.PushFront(&storeEntry{key: key, used: now})
 		s.entries[key] = el
 		exists = true
 	}
 	if once && exists {
-		if tmp != "" {
-			_ = os.Remove(tmp)
-		}
 		return errors.Join(s.markAmbiguousLocked(el), ErrAmbiguous)
 	}
-	messages := f.Messages
-	if tmp != "" {
-		// Renamed under the lock, so the file and the index agree: an
-		// eviction cannot unlink the new version of an entry it is
-		// dropping the old one of.
-		if err := os.Rename(tmp, s.path(key)); err != nil {
-			_ = os.Remove(tmp)
+	if !once {
+		s.forgetRetiredMarkLocked(key)
+	}
+	var off int64
+	if s.dir != "" {
+		// Written under the lock, so the log and the index agree on
+		// which record of key is the latest.
+		var err error
+		if off, err = s.appendLocked(rec); err != nil {
 			return err
 		}
 		messages = nil
@@ -378,13 +338,14 @@ func (s *Store) put(key string, f storeFile, once bool) error {
 	if exists {
 		e := el.Value.(*storeEntry)
 		s.bytes += size - e.size
-		e.messages, e.size, e.used, e.ambiguous = messages, size, f.Stored, false
+		e.messages, e.off, e.size, e.used, e.ambiguous = messages, off, size, now, false
 		s.lru.MoveToFront(el)
 	} else {
-		s.entries[key] = s.lru.PushFront(&storeEntry{key: key, messages: messages, size: size, used: f.Stored})
+		s.entries[key] = s.lru.PushFront(&storeEntry{key: key, messages: messages, off: off, size: size, used: now})
 		s.bytes += size
 	}
 	s.evictLocked()
+	s.maybeCompactLocked()
 	return nil
 }
 
@@ -398,58 +359,29 @@ func (s *Store) liveLocked(key string) (*list.Element, bool) {
 	return el, ok
 }
 
-// markAmbiguousLocked replaces an entry by an ambiguity marker (a small
-// file, written under the lock).
+// markAmbiguousLocked replaces an entry by an ambiguity mark (a record of
+// its own in the log, written under the lock).
 func (s *Store) markAmbiguousLocked(el *list.Element) error {
 	e := el.Value.(*storeEntry)
 	e.messages, e.ambiguous, e.used = nil, true, s.now()
 	s.lru.MoveToFront(el)
 	var size int64
 	if s.dir != "" {
-		b, err := json.Marshal(storeFile{Stored: e.used, Ambiguous: true})
+		rec := appendRecord(nil, kindMark, e.used.UnixNano(), e.key, nil)
+		off, err := s.appendLocked(rec)
 		if err != nil {
-			return err
-		}
-		tmp, err := s.writeTemp(b)
-		if err == nil {
-			if err = os.Rename(tmp, s.path(e.key)); err != nil {
-				_ = os.Remove(tmp)
-			}
-		}
-		if err != nil {
-			// Without its marker the key must not restore the old entry
+			// Without its mark the key must not restore the old entry
 			// after a restart either.
+			err = errors.Join(err, s.invalidateLocked(e))
 			s.removeLocked(el)
 			return err
 		}
-		size = int64(len(b))
+		e.off, size = off, int64(len(rec))
 	}
 	s.bytes += size - e.size
 	e.size = size
+	s.maybeCompactLocked()
 	return nil
-}
-
-func (s *Store) path(key string) string { return filepath.Join(s.dir, key+entrySuffix) }
-
-// writeTemp writes b to a new temporary file of the store and returns its
-// name; on error nothing is left behind.
-func (s *Store) writeTemp(b []byte) (string, error) {
-	tmp, err := os.CreateTemp(s.dir, tempPrefix+"*")
-	if err != nil {
-		return "", err
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return "", err
-	}
-	// CreateTemp makes the file 0600 already; keep it explicit.
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		_ = os.Remove(tmp.Name())
-		return "", err
-	}
-	return tmp.Name(), nil
 }
 
 // Len is the number of entries.
@@ -469,7 +401,7 @@ func (s *Store) Bytes() int64 {
 func (s *Store) evictLocked() {
 	for s.lru.Len() > s.max || s.bytes > s.maxBytes {
 		el := s.lru.Back()
-		if e := el.Value.(*storeEntry); s.isMarkLocked(e) {
+		if el.Value.(*storeEntry).ambiguous {
 			s.retireMarkLocked(el)
 			continue
 		}
@@ -484,56 +416,33 @@ func (s *Store) evictLocked() {
 	}
 }
 
-// isMarkLocked reports whether e is an ambiguity mark. An entry indexed
-// at start-up and never read may be one: a file small enough to be a mark
-// is read to know (a mark's file is tens of bytes).
-func (s *Store) isMarkLocked(e *storeEntry) bool {
-	if e.ambiguous || s.dir == "" || e.messages != nil || e.size > maxMarkFileBytes {
-		return e.ambiguous
-	}
-	b, err := os.ReadFile(s.path(e.key))
-	var f storeFile
-	return err == nil && json.Unmarshal(b, &f) == nil && f.Ambiguous
-}
-
-// maxMarkFileBytes is more than a mark's file ever takes.
-const maxMarkFileBytes = 256
-
-// retireMarkLocked evicts a mark's entry and remembers the mark: with a
-// directory, its file becomes <key>.mark.
+// retireMarkLocked evicts a mark's entry and remembers the mark (its
+// record stays in the log).
 func (s *Store) retireMarkLocked(el *list.Element) {
 	e := el.Value.(*storeEntry)
 	s.lru.Remove(el)
 	delete(s.entries, e.key)
 	s.bytes -= e.size
-	if s.dir != "" {
-		if err := os.Rename(s.path(e.key), s.markPath(e.key)); err != nil {
-			_ = os.Remove(s.path(e.key))
-		}
-	}
-	s.rememberMarkLocked(e.key, e.used)
+	s.rememberMarkLocked(e.key, e.used, e.size)
 }
-
-func (s *Store) markPath(key string) string { return filepath.Join(s.dir, key+markSuffix) }
 
 // rememberMarkLocked keeps an evicted mark's key; the oldest marks beyond
-// the bound are forgotten (and their files removed).
-func (s *Store) rememberMarkLocked(key string, used time.Time) {
-	if el, ok := s.marks[key]; ok {
-		s.markOrder.Remove(el)
-	}
-	s.marks[key] = s.markOrder.PushBack(&markEntry{key: key, used: used})
+// the bound are forgotten.
+func (s *Store) rememberMarkLocked(key string, used time.Time, size int64) {
+	s.forgetRetiredMarkLocked(key)
+	s.marks[key] = s.markOrder.PushBack(&markEntry{key: key, used: used, size: size})
+	s.markBytes += size
 	for s.markOrder.Len() > s.max*maxMarksPerEntry {
-		oldest := s.markOrder.Front()
-		s.markOrder.Remove(oldest)
-		s.forgetMarkLocked(oldest.Value.(*markEntry).key)
+		s.forgetRetiredMarkLocked(s.markOrder.Front().Value.(*markEntry).key)
 	}
 }
 
-func (s *Store) forgetMarkLocked(key string) {
-	delete(s.marks, key)
-	if s.dir != "" {
-		_ = os.Remove(s.markPath(key))
+// forgetRetiredMarkLocked drops key's remembered mark, if any.
+func (s *Store) forgetRetiredMarkLocked(key string) {
+	if el, ok := s.marks[key]; ok {
+		s.markOrder.Remove(el)
+		delete(s.marks, key)
+		s.markBytes -= el.Value.(*markEntry).size
 	}
 }
 
@@ -544,8 +453,7 @@ func (s *Store) markedLocked(key string) bool {
 	if !ok {
 		return false
 	}
-	s.markOrder.Remove(el)
-	s.forgetMarkLocked(key)
+	s.forgetRetiredMarkLocked(key)
 	return s.now().Sub(el.Value.(*markEntry).used) <= s.maxAge
 }
 
@@ -554,7 +462,4 @@ func (s *Store) removeLocked(el *list.Element) {
 	s.lru.Remove(el)
 	delete(s.entries, e.key)
 	s.bytes -= e.size
-	if s.dir != "" {
-		_ = os.Remove(s.path(e.key))
-	}
 }

@@ -16,10 +16,9 @@ import (
 	"github.com/clawdapus/clawgo/internal/faulttest"
 )
 
-// Fault injection for the continuity store's files: a process killed
-// while writing entries, restarted again and again, never leaves an
-// entry that loads torn, loses no entry whose Put returned nil, and
-// leaves no temporary files behind once the store is reopened.
+// Fault injection for the continuity store's log: a process killed while
+// writing entries, restarted again and again, never leaves an entry that
+// loads torn and loses no entry whose Put returned nil.
 
 const (
 	storeHelperDir = "STORE_CRASH_HELPER_DIR"
@@ -84,6 +83,7 @@ func TestStoreKill9UnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	for _, key := range acked {
 		got, ok := s.Get(key)
 		if !ok || !slices.EqualFunc(got, storeMessages(key), func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
@@ -96,12 +96,18 @@ func TestStoreKill9UnderLoad(t *testing.T) {
 	t.Logf("%d kills, %d acknowledged entries intact, %d interrupted write(s) cleaned up", kills, len(acked), len(left))
 }
 
-// killMidWrite kills p as soon as one of its writes is under way (a
-// temporary file exists), or after 200ms.
+// killMidWrite kills p as soon as the log grows (a write is under way),
+// or after 200ms.
 func killMidWrite(p *os.Process, dir string) {
-	for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
-		des, _ := os.ReadDir(dir)
-		if slices.ContainsFunc(des, func(de os.DirEntry) bool { return strings.HasPrefix(de.Name(), tempPrefix) }) {
+	size := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, logName))
+		if err != nil {
+			return -1
+		}
+		return fi.Size()
+	}
+	for start, was := time.Now(), size(); time.Since(start) < 200*time.Millisecond; {
+		if size() != was {
 			break
 		}
 	}

@@ -37,8 +37,14 @@ func TestStoreBoundsByCountAndAge(t *testing.T) {
 	if _, ok := s.Get("k0"); ok || s.Len() != 3 {
 		t.Errorf("least recently used entry kept; len %d", s.Len())
 	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(files) != 3 {
-		t.Errorf("files %v", files)
+	// The log still holds k0's record: a restart applies the bounds again.
+	_ = s.Close()
+	if s, err = OpenStore(StoreOptions{Dir: dir, MaxEntries: 3, MaxAge: time.Hour, Now: clock.now}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, ok := s.Get("k0"); ok || s.Len() != 3 {
+		t.Errorf("after a restart: least recently used entry kept; len %d", s.Len())
 	}
 	clock.t = clock.t.Add(30 * time.Minute)
 	if _, ok := s.Get("k1"); !ok { // refreshes k1
@@ -53,32 +59,55 @@ func TestStoreBoundsByCountAndAge(t *testing.T) {
 	}
 }
 
-func TestStoreReloadsAndDropsCorruptFiles(t *testing.T) {
+// Entries of the one-file-per-entry layout of earlier versions come into
+// the log when a store opens; a file that does not decode is dropped, a
+// .mark file still guards its key, and none of the old files are left.
+func TestStoreMigratesEntryFiles(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(StoreOptions{Dir: dir})
-	if err := s.Put("abc", msgs("x")); err != nil {
-		t.Fatal(err)
+	files := map[string]string{
+		"abc.json":         `{"stored":"2026-01-01T00:00:00Z","messages":["x",{"role":"tool"}]}`,
+		"amb.json":         `{"stored":"2026-01-01T00:00:00Z","ambiguous":true}`,
+		"torn.json":        `{"messages":[`,
+		"gone.mark":        ``,
+		tempPrefix + "123": `{"stored":"2026-01-01T00:00:00Z","messages":["half`,
+		"unrelated.txt":    `kept`,
 	}
-	if err := os.WriteFile(filepath.Join(dir, "torn.json"), []byte(`{"messages":[`), 0o600); err != nil {
-		t.Fatal(err)
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s2, err := OpenStore(StoreOptions{Dir: dir})
+	s, err := OpenStore(StoreOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := s2.Get("abc"); !ok || string(got[0]) != `"x"` {
-		t.Errorf("reloaded %v %s", ok, got)
+	check := func(s *Store) {
+		t.Helper()
+		if got, ok := s.Get("abc"); !ok || len(got) != 2 || string(got[0]) != `"x"` || string(got[1]) != `{"role":"tool"}` {
+			t.Errorf("migrated entry: %v %s", ok, got)
+		}
+		if _, ok := s.Get("torn"); ok {
+			t.Error("a torn file was used")
+		}
+		for _, key := range []string{"amb", "gone"} {
+			if err := s.PutOnce(key, msgs("y")); !errors.Is(err, ErrAmbiguous) {
+				t.Errorf("a migrated mark of %s no longer guards it: %v", key, err)
+			}
+		}
 	}
-	// Files are read when needed: the torn one is dropped when it is.
-	if _, ok := s2.Get("torn"); ok {
-		t.Error("a torn file was used")
+	check(s)
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, f := range left {
+		if name := filepath.Base(f); name != logName && name != lockName && name != "unrelated.txt" {
+			t.Errorf("%s left after migration", name)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "torn.json")); !os.IsNotExist(err) {
-		t.Error("corrupt file kept")
+	_ = s.Close()
+	if s, err = OpenStore(StoreOptions{Dir: dir}); err != nil {
+		t.Fatal(err)
 	}
-	if s2.Len() != 1 {
-		t.Errorf("len %d", s2.Len())
-	}
+	defer s.Close()
+	check(s)
 }
 
 // bigMessages is an entry of about n bytes.
@@ -125,8 +154,13 @@ func TestStoreBoundedByBytes(t *testing.T) {
 			if s.Bytes() > 4<<20 || s.Len() != 7 {
 				t.Errorf("%d entries, %d bytes; want the newest 7 within 4 MiB", s.Len(), s.Bytes())
 			}
-			if persist && storeDirBytes(t, dir) > 4<<20 {
-				t.Errorf("%d bytes on disk, over the 4 MiB bound", storeDirBytes(t, dir))
+			if persist {
+				// Dead records (evicted entries) are compacted away once
+				// they pass half the bound.
+				s.compactions.Wait()
+				if got := storeDirBytes(t, dir); got > 6<<20+logHeaderLen {
+					t.Errorf("%d bytes on disk, over 1.5 times the 4 MiB bound", got)
+				}
 			}
 			if _, ok := s.Get("k12"); ok {
 				t.Error("an evicted (oldest) entry is still there")
@@ -146,10 +180,12 @@ func TestStoreBoundedByBytes(t *testing.T) {
 				return
 			}
 			// Reopened with a smaller bound, the store sheds its oldest.
+			_ = s.Close()
 			s2, err := OpenStore(StoreOptions{Dir: dir, MaxBytes: 2 << 20, Now: clock.now})
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer s2.Close()
 			if got := storeDirBytes(t, dir); got > 2<<20 || s2.Len() != 3 {
 				t.Errorf("reopened: %d entries, %d bytes on disk", s2.Len(), got)
 			}
@@ -170,6 +206,7 @@ func TestStoreReloadHoldsNoMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer s.Close()
 		for i := range entries {
 			if err := s.Put(fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 512<<10)); err != nil {
 				t.Fatal(err)
@@ -187,6 +224,7 @@ func TestStoreReloadHoldsNoMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	held := int64(heap()) - int64(base)
 	if s.Len() != entries {
 		t.Fatalf("%d entries indexed, want %d", s.Len(), entries)
@@ -271,10 +309,13 @@ func TestStorePutOnceMarksAmbiguousKeys(t *testing.T) {
 				t.Error("an ambiguous key restored messages")
 			}
 			if persist {
+				_ = s.Close()
 				again, err := OpenStore(StoreOptions{Dir: dir})
 				if err != nil {
 					t.Fatal(err)
 				}
+				defer again.Close()
+				s = again
 				if _, ok := again.Get("k"); ok {
 					t.Error("an ambiguous key restored messages after a restart")
 				}
@@ -330,13 +371,19 @@ func TestStoreEvictedMarkStillGuards(t *testing.T) {
 // the mark files stay bounded.
 func TestStoreEvictedMarkSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	open := func(max int) *Store {
+	var cur *Store
+	open := func(max int) *Store { // a restart
+		if cur != nil {
+			_ = cur.Close()
+		}
 		s, err := OpenStore(StoreOptions{Dir: dir, MaxEntries: max})
 		if err != nil {
 			t.Fatal(err)
 		}
+		cur = s
 		return s
 	}
+	defer func() { _ = cur.Close() }()
 	s := open(2)
 	_ = s.PutOnce("k", msgs("conversation 1"))
 	if err := s.PutOnce("k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
@@ -354,7 +401,6 @@ func TestStoreEvictedMarkSurvivesRestart(t *testing.T) {
 
 	// The mark is an entry again; reopening with room for one entry
 	// evicts it at load, unread: it is still a mark.
-	time.Sleep(10 * time.Millisecond) // a newer file than x and y
 	_ = s.Put("z", msgs("z"))
 	s = open(1)
 	if err := s.PutOnce("k", msgs("conversation 4")); !errors.Is(err, ErrAmbiguous) {
@@ -369,8 +415,10 @@ func TestStoreEvictedMarkSurvivesRestart(t *testing.T) {
 		_ = s.PutOnce(key, msgs("b"))
 		_ = s.Put(fmt.Sprintf("e%d", i), msgs("e"))
 	}
-	marks, _ := filepath.Glob(filepath.Join(dir, "*"+markSuffix))
-	if len(marks) > maxMarksPerEntry {
-		t.Fatalf("%d mark files for a bound of 1 entry", len(marks))
+	if n := len(s.marks); n > maxMarksPerEntry {
+		t.Fatalf("%d marks remembered for a bound of 1 entry", n)
+	}
+	if s = open(1); len(s.marks) > maxMarksPerEntry {
+		t.Fatalf("%d marks remembered after a restart, for a bound of 1 entry", len(s.marks))
 	}
 }
