@@ -47,10 +47,8 @@ import (
 //     (DIRECT), makes them through the bare proxy (FLOOR), and through
 //     cllama in one request (CLLAMA).
 //
-// Continuity entries are files of their own; on a virtual disk, creating
-// one can cost more CPU (in the kernel) than the rest of the turn, a cost
-// of the disk rather than of cllama, so the store's directory is on tmpfs
-// (/dev/shm) where there is one; the figure's name says where it was.
+// The continuity store is where cllama keeps it: a log in a directory on
+// the benchmark's disk.
 
 const floorServicesEnv = "CLAWGO_FLOOR_SERVICES"
 
@@ -162,16 +160,6 @@ func newMediatedRig(b *testing.B, provider, svc, stateDir string) *benchRig {
 	return &benchRig{upstream: provider, proxy: front.URL, client: &http.Client{Transport: tr}, srv: srv}
 }
 
-// floorStateDir is a directory for the continuity store: on tmpfs when
-// /dev/shm takes one, else the benchmark's temporary directory.
-func floorStateDir(b *testing.B) (dir, where string) {
-	if d, err := os.MkdirTemp("/dev/shm", "cllama-bench-"); err == nil {
-		b.Cleanup(func() { _ = os.RemoveAll(d) })
-		return d, "tmpfs"
-	}
-	return b.TempDir(), "disk"
-}
-
 // mediatedTurn is one conversation shape: the runner's request (msgs
 // earlier messages, alternating user and assistant, about 250 bytes each,
 // or 0 for a 1 KB request) whose last user message differs turn by turn,
@@ -235,8 +223,7 @@ func BenchmarkFloorMediated(b *testing.B) {
 	toolCall := []byte(`{"q":"ABC"}`)
 	for _, tc := range cases {
 		b.Run(strings.ReplaceAll(tc.name, " ", "_"), func(b *testing.B) {
-			stateDir, where := floorStateDir(b)
-			rig := newMediatedRig(b, provider, svc, stateDir)
+			rig := newMediatedRig(b, provider, svc, b.TempDir())
 			floorModel, floorTool := newFloor(b, provider), newFloor(b, svc)
 			shape := newMediatedTurn(tc.msgs)
 			turn := 0
@@ -272,7 +259,7 @@ func BenchmarkFloorMediated(b *testing.B) {
 			f3Lat, f3CPU := run(itself(floorModel, floorTool))
 			pLat, pCPU := run(func(n int) time.Duration { return rig.do(b, rig.proxy+pathChat, shape.request("fake/gpt-fake", n)) })
 			b.StopTimer()
-			name := tc.name + ", continuity on " + where
+			name := tc.name
 			recordFloor(floorRow{figure: name + ": p50", unit: "µs", direct: d3Lat, floor: f3Lat, cllama: pLat,
 				addedFloor: f3Lat - d3Lat, addedProxy: pLat - d3Lat})
 			cpu := floorRow{figure: name + ": CPU/turn", unit: "µs", direct: d1CPU, floor: d1CPU + f3CPU - d3CPU, cllama: pCPU,
