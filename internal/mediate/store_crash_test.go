@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,4 +130,114 @@ func TestStoreRemovesLeftoverTempFiles(t *testing.T) {
 	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) || s.Len() != 0 {
 		t.Fatalf("leftover temporary file: stat %v, %d entries", err, s.Len())
 	}
+}
+
+const storeCompactionHelper = "STORE_COMPACTION_HELPER_DIR"
+
+// versionMessages is version v (of run gen) of key: a small message
+// naming it, then about 64 KiB that only it has.
+func versionMessages(key string, gen, v int) []json.RawMessage {
+	id := fmt.Sprintf(`{"key":%q,"gen":%d,"v":%d}`, key, gen, v)
+	return []json.RawMessage{json.RawMessage(id), json.RawMessage(strconv.Quote(strings.Repeat(id, (64<<10)/len(id))))}
+}
+
+// TestStoreCompactionCrashHelper is not a test: TestStoreKill9DuringCompaction
+// runs the test binary again with it selected. Four workers rewrite four
+// keys each, again and again, so dead records pile up and compactions run
+// one after another.
+func TestStoreCompactionCrashHelper(t *testing.T) {
+	dir := os.Getenv(storeCompactionHelper)
+	if dir == "" {
+		t.Skip("helper process for TestStoreKill9DuringCompaction")
+	}
+	s, err := OpenStore(StoreOptions{Dir: dir, MaxBytes: 4 << 20, MaxEntryBytes: 1 << 20})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	gen, _ := strconv.Atoi(os.Getenv(storeHelperGen))
+	var wg sync.WaitGroup
+	for worker := range 4 {
+		wg.Go(func() {
+			for v := 0; ; v++ {
+				key := fmt.Sprintf("w%d-%d", worker, v%4)
+				if err := s.Put(key, versionMessages(key, gen, v)); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				fmt.Fprintf(os.Stdout, "ACK %s %d %d\n", key, gen, v)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A process killed while it compacts its log, again and again, loses no
+// acknowledged entry: after the last run every key holds the version last
+// acknowledged for it, or one written after it, whole.
+func TestStoreKill9DuringCompaction(t *testing.T) {
+	if os.Getenv(storeCompactionHelper) != "" {
+		t.Skip("in the helper process")
+	}
+	kills := 10
+	if testing.Short() {
+		kills = 3
+	}
+	dir := t.TempDir()
+	var during atomic.Int32
+	acked := faulttest.KillRuns(t, faulttest.KillLoop{
+		Helper: "^TestStoreCompactionCrashHelper$",
+		Env: func(gen int) []string {
+			return []string{storeCompactionHelper + "=" + dir, storeHelperGen + "=" + strconv.Itoa(gen)}
+		},
+		Runs:   kills,
+		KillAt: func(gen int) int { return 40 + gen%7*13 },
+		Kill:   func(p *os.Process) { go killMidCompaction(p, dir, &during) },
+	})
+	type version struct{ gen, v int }
+	last := map[string]version{}
+	for _, a := range acked {
+		var key string
+		var ver version
+		if _, err := fmt.Sscanf(a, "%s %d %d", &key, &ver.gen, &ver.v); err != nil {
+			t.Fatalf("ack %q: %v", a, err)
+		}
+		last[key] = ver
+	}
+	s, err := OpenStore(StoreOptions{Dir: dir, MaxBytes: 4 << 20, MaxEntryBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for key, want := range last {
+		got, ok := s.Get(key)
+		var ver struct{ Gen, V int }
+		if !ok || len(got) != 2 || json.Unmarshal(got[0], &ver) != nil {
+			t.Errorf("%s: acknowledged version %v lost", key, want)
+			continue
+		}
+		if ver.Gen < want.gen || ver.Gen == want.gen && ver.V < want.v {
+			t.Errorf("%s: version %d/%d, older than the acknowledged %d/%d", key, ver.Gen, ver.V, want.gen, want.v)
+		}
+		if !slices.EqualFunc(got, versionMessages(key, ver.Gen, ver.V), func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+			t.Errorf("%s: version %d/%d is not whole", key, ver.Gen, ver.V)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*")); len(left) > 0 {
+		t.Errorf("compaction files left after reopening: %v", left)
+	}
+	t.Logf("%d kills, %d of them while a compaction ran; %d keys hold their acknowledged version", kills, during.Load(), len(last))
+}
+
+// killMidCompaction kills p while it compacts (its new log exists), or
+// after 300ms; during counts the kills that found a compaction under way.
+func killMidCompaction(p *os.Process, dir string, during *atomic.Int32) {
+	for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
+		des, _ := os.ReadDir(dir)
+		if slices.ContainsFunc(des, func(de os.DirEntry) bool { return strings.HasPrefix(de.Name(), tempPrefix) }) {
+			during.Add(1)
+			break
+		}
+	}
+	_ = p.Kill()
 }

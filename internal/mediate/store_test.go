@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,13 +65,16 @@ func TestStoreBoundsByCountAndAge(t *testing.T) {
 // .mark file still guards its key, and none of the old files are left.
 func TestStoreMigratesEntryFiles(t *testing.T) {
 	dir := t.TempDir()
+	key := func(c string) string { return strings.Repeat(c, 64) }
 	files := map[string]string{
-		"abc.json":         `{"stored":"2026-01-01T00:00:00Z","messages":["x",{"role":"tool"}]}`,
-		"amb.json":         `{"stored":"2026-01-01T00:00:00Z","ambiguous":true}`,
-		"torn.json":        `{"messages":[`,
-		"gone.mark":        ``,
-		tempPrefix + "123": `{"stored":"2026-01-01T00:00:00Z","messages":["half`,
-		"unrelated.txt":    `kept`,
+		key("a") + ".json":       `{"stored":"2026-01-01T00:00:00Z","messages":["x",{"role":"tool"}]}`,
+		key("b") + ".json":       `{"stored":"2026-01-01T00:00:00Z","ambiguous":true}`,
+		key("c") + ".json":       `{"messages":[`,
+		key("d") + ".mark":       ``,
+		tempPrefix + "123":       `{"stored":"2026-01-01T00:00:00Z","messages":["half`,
+		"settings.json":          `{"not":"continuity"}`,
+		"unrelated.mark":         ``,
+		"stored-responses.jsonl": `{}`,
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -83,24 +87,27 @@ func TestStoreMigratesEntryFiles(t *testing.T) {
 	}
 	check := func(s *Store) {
 		t.Helper()
-		if got, ok := s.Get("abc"); !ok || len(got) != 2 || string(got[0]) != `"x"` || string(got[1]) != `{"role":"tool"}` {
+		if got, ok := s.Get(key("a")); !ok || len(got) != 2 || string(got[0]) != `"x"` || string(got[1]) != `{"role":"tool"}` {
 			t.Errorf("migrated entry: %v %s", ok, got)
 		}
-		if _, ok := s.Get("torn"); ok {
+		if _, ok := s.Get(key("c")); ok {
 			t.Error("a torn file was used")
 		}
-		for _, key := range []string{"amb", "gone"} {
-			if err := s.PutOnce(key, msgs("y")); !errors.Is(err, ErrAmbiguous) {
-				t.Errorf("a migrated mark of %s no longer guards it: %v", key, err)
+		for _, k := range []string{key("b"), key("d")} {
+			if err := s.PutOnce(k, msgs("y")); !errors.Is(err, ErrAmbiguous) {
+				t.Errorf("a migrated mark no longer guards its key: %v", err)
 			}
 		}
 	}
 	check(s)
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	var names []string
 	for _, f := range left {
-		if name := filepath.Base(f); name != logName && name != lockName && name != "unrelated.txt" {
-			t.Errorf("%s left after migration", name)
-		}
+		names = append(names, filepath.Base(f))
+	}
+	slices.Sort(names)
+	if want := []string{lockName, logName, "settings.json", "stored-responses.jsonl", "unrelated.mark"}; !slices.Equal(names, want) {
+		t.Errorf("after migration the directory holds %v, want %v (the store's files and what is not its own)", names, want)
 	}
 	_ = s.Close()
 	if s, err = OpenStore(StoreOptions{Dir: dir}); err != nil {

@@ -556,6 +556,9 @@ func (s *Store) migrateFiles() error {
 				continue
 			}
 		}
+		if !isLegacyKey(key) {
+			continue // not a continuity file: not the store's to touch
+		}
 		if info, err := de.Info(); err == nil {
 			found = append(found, legacy{key: key, path: path, mark: mark, mod: info.ModTime()})
 		}
@@ -584,10 +587,6 @@ func (s *Store) migrateFiles() error {
 				kind, messages = kindEntry, f.Messages
 			}
 		}
-		if len(l.key) > maxKeyLen {
-			_ = os.Remove(l.path)
-			continue
-		}
 		rec := appendRecord(nil, kind, stored.UnixNano(), l.key, messages)
 		s.mu.Lock()
 		off, err := s.appendLocked(rec)
@@ -608,3 +607,18 @@ const (
 	legacyEntrySuffix = ".json"
 	legacyMarkSuffix  = ".mark"
 )
+
+// isLegacyKey reports whether name is a continuity key as the mediator
+// makes them (continuityKey: 64 lowercase hex digits), the only names the
+// store ever gave its files.
+func isLegacyKey(name string) bool {
+	if len(name) != 64 {
+		return false
+	}
+	for i := range len(name) {
+		if c := name[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
