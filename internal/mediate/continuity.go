@@ -103,8 +103,10 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 // restore inserts stored hidden rounds into msgs and returns the new
 // message list and the chain over the visible messages. It hashes the
 // messages once (the chain's steps and keys memoised, like the messages'
-// digests), then asks the store for every assistant message's key
-// (in one GetMany when the store reads many at once), in order.
+// digests, and the prefix this agent's previous request shares with this
+// one taken from its walk), then asks the store for every assistant
+// message's key (in one GetMany when the store reads many at once), in
+// order.
 func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
 	// ask is an assistant message: its index, its key, and where the run
 	// of prelude items right before it starts (i when there is none):
@@ -115,32 +117,63 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 	}
 	var asks []ask
 	c := chainSeed
-	lead := 0
-	for i, m := range msgs {
-		canon := canonOf(f, memo, m)
+	lead, from := 0, 0
+	var steps []walkStep // with a store and messages past the walk: this request's walk
+	wk := walkKey{format: f.Name(), agent: agent}
+	if store != nil {
+		var known []walkStep
+		if prev := memo.walk(wk); prev != nil {
+			from = prev.shared(msgs)
+			known = prev.steps[:from]
+			for i, st := range known {
+				if st.key != "" {
+					asks = append(asks, ask{i: i, lead: st.askLead, key: st.key})
+				}
+			}
+			if from > 0 {
+				c, lead = known[from-1].c, known[from-1].lead
+			}
+		}
+		if from < len(msgs) {
+			steps = make([]walkStep, len(msgs))
+			copy(steps, known)
+		}
+	}
+	for i := from; i < len(msgs); i++ {
+		canon := canonOf(f, memo, msgs[i])
+		var st walkStep
 		switch canon.role {
 		case wire.RoleSystem:
 			lead = i + 1
-			continue
 		case wire.RolePrelude:
-			continue
-		}
-		sk := stepKey{format: f.Name(), agent: agent, prev: c, digest: canon.digest}
-		step, ok := memo.step(sk)
-		if !ok {
-			step.next = c.next(canon.digest)
-		}
-		c = step.next
-		if canon.role == wire.RoleAssistant && store != nil {
-			if step.key == "" {
-				step.key, ok = continuityKey(f.Name(), agent, c), false
+		default:
+			sk := stepKey{format: f.Name(), agent: agent, prev: c, digest: canon.digest}
+			step, ok := memo.step(sk)
+			if !ok {
+				step.next = c.next(canon.digest)
 			}
-			asks = append(asks, ask{i: i, lead: lead, key: step.key})
+			c = step.next
+			if canon.role == wire.RoleAssistant && store != nil {
+				if step.key == "" {
+					step.key, ok = continuityKey(f.Name(), agent, c), false
+				}
+				asks = append(asks, ask{i: i, lead: lead, key: step.key})
+				st.key, st.askLead = step.key, lead
+			}
+			if !ok {
+				memo.putStep(sk, step)
+			}
+			lead = i + 1
 		}
-		if !ok {
-			memo.putStep(sk, step)
+		if steps != nil {
+			st.c, st.lead = c, lead
+			steps[i] = st
 		}
-		lead = i + 1
+	}
+	if steps != nil {
+		if w := newWalk(msgs, steps, from); w != nil {
+			memo.putWalk(wk, w)
+		}
 	}
 	if len(asks) == 0 {
 		return msgs, c
