@@ -21,8 +21,13 @@ func lockDir(path string) (unlock func(), err error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		switch {
+		case errors.Is(err, syscall.EWOULDBLOCK):
 			return nil, fmt.Errorf("%s is held by another cllama: each one needs a CLLAMA_STATE_DIR of its own (or CLLAMA_STATE_URL to share continuity)", path)
+		case errors.Is(err, syscall.ENOLCK), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS):
+			// A filesystem without locks: one cllama per directory is
+			// then the operator's to keep, as where flock(2) is missing.
+			return func() {}, nil
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
