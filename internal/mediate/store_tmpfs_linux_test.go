@@ -48,3 +48,41 @@ func TestStoreENOSPCTmpfs(t *testing.T) {
 		t.Fatalf("log after the failed write: %v, %d bytes", err, fi.Size())
 	}
 }
+
+// A log reopened with a smaller bound is compacted at open; when the disk
+// has no room for the compacted copy, the store opens all the same, on the
+// log as it was, and its entries read back.
+func TestStoreOpensWhenCompactionCannotRun(t *testing.T) {
+	mnt := faulttest.SmallTmpfs(t)
+	s, err := OpenStore(StoreOptions{Dir: mnt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.Put(strconv.Itoa(i), []json.RawMessage{json.RawMessage(strconv.Quote(strings.Repeat(strconv.Itoa(i), 160<<10)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.Close()
+	before, err := os.Stat(filepath.Join(mnt, logName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenStore(StoreOptions{Dir: mnt, MaxBytes: 330 << 10})
+	if err != nil {
+		t.Fatalf("a store whose compaction at open found no room did not open: %v", err)
+	}
+	defer again.Close()
+	if after, _ := os.Stat(filepath.Join(mnt, logName)); after.Size() != before.Size() {
+		t.Fatalf("the log went from %d to %d bytes: the compaction found room after all, the test proves nothing", before.Size(), after.Size())
+	}
+	if left, _ := filepath.Glob(filepath.Join(mnt, tempPrefix+"*")); len(left) > 0 {
+		t.Errorf("the failed compaction left %v", left)
+	}
+	if got, ok := again.Get("4"); !ok || !strings.HasPrefix(string(got[0]), `"4444`) {
+		t.Error("the newest entry does not read back")
+	}
+	if again.Len() != 2 {
+		t.Errorf("%d entries within a 330 KiB bound, want the newest 2", again.Len())
+	}
+}

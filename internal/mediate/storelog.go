@@ -208,15 +208,15 @@ func (s *Store) openLog() error {
 	s.evictLocked()
 	if s.deadLocked() > 0 && s.deadLocked() > s.maxBytes/2 {
 		// A log mostly dead at start (a smaller bound than before, or a
-		// crash before a compaction) is compacted before use.
+		// crash before a compaction) is compacted before use. One that
+		// fails (a full disk) leaves the log as it was, still whole: the
+		// store opens and tries again later.
 		s.compacting = true
 		s.mu.Unlock()
 		err := s.compact()
 		s.mu.Lock()
 		if err != nil {
-			s.file.release()
-			unlock()
-			return err
+			s.compactAfter = s.now().Add(compactRetry)
 		}
 	}
 	return nil
@@ -310,9 +310,10 @@ func (s *Store) applyLocked(rec record, off, size int64, now time.Time) {
 		}
 		return
 	}
-	if rec.kind == kindEntry {
-		s.forgetRetiredMarkLocked(rec.key)
-	}
+	// The record is the key's latest: a mark of it remembered from an
+	// earlier record is replaced (by an entry, as Put replaces, or by
+	// this live mark).
+	s.forgetRetiredMarkLocked(rec.key)
 	if !exists {
 		el = s.lru.PushFront(&storeEntry{key: rec.key})
 		s.entries[rec.key] = el
