@@ -41,7 +41,9 @@ func TestContinuityFootprint(t *testing.T) {
 	h.waitEntries(t, conversations)
 	h.up.script = nil
 	runtime.GC()
-	t.Logf("writer: %d entries, store on disk %.1f MiB, %s", h.med.opt.Continuity.Len(), float64(dirBytes(t, h.stateDir))/(1<<20), rss())
+	t.Logf("writer: %d entries (%.1f MiB), store on disk %.1f MiB, %s", h.med.opt.Continuity.Len(), float64(h.med.opt.Continuity.Bytes())/(1<<20),
+		float64(dirBytes(t, h.stateDir))/(1<<20), rss())
+	_ = h.med.Close() // the restarted process takes the state directory
 	cmd := exec.Command(os.Args[0], "-test.run=^TestContinuityFootprintReload$", "-test.v")
 	cmd.Env = append(os.Environ(), footprintReloadDir+"="+h.stateDir)
 	out, err := cmd.CombinedOutput()
