@@ -111,7 +111,7 @@ type Mediator struct {
 	loopList []wire.ToolLoop
 	catalogs *catalogCache
 	canon    *canonCache
-	// owned is the store New opened from StateDir (Close closes it).
+	// owned is the store New opened itself (Close closes it).
 	owned *Store
 }
 
@@ -140,17 +140,14 @@ func New(o Options) (*Mediator, error) {
 	if o.Runner == nil {
 		return nil, errors.New("mediate: Options.Runner is required")
 	}
+	var owned *Store
 	if o.Continuity == nil {
 		store, err := OpenStore(StoreOptions{Dir: o.StateDir, MaxEntries: o.MaxContinuityEntries, MaxBytes: o.ContinuityMaxBytes,
 			MaxEntryBytes: o.ContinuityMaxEntryBytes, MaxAge: o.ContinuityMaxAge, Now: o.Now})
 		if err != nil {
 			return nil, err
 		}
-		o.Continuity = store
-	}
-	owned, _ := o.Continuity.(*Store)
-	if o.StateDir == "" || owned == nil || owned.dir != o.StateDir {
-		owned = nil
+		o.Continuity, owned = store, store
 	}
 	m := &Mediator{
 		owned:    owned,
@@ -255,8 +252,8 @@ func (m *Mediator) Present(x *exchange.Exchange) ([]byte, error) {
 	return t.req.Encode()
 }
 
-// Close releases the continuity store New opened from StateDir (a store
-// passed in Options.Continuity is the caller's to close). Call it once no
+// Close releases the continuity store New opened (a store passed in
+// Options.Continuity is the caller's to close). Call it once no
 // request is in progress.
 func (m *Mediator) Close() error {
 	if m.owned == nil {

@@ -279,11 +279,7 @@ func (s *Store) put(key string, messages []json.RawMessage, once bool) error {
 				recPool.Put(bp)
 			}
 		}()
-		for _, m := range messages {
-			size += 4 + int64(len(m))
-		}
-		size += recHeaderLen + recFixedLen + int64(len(key))
-		if size <= s.maxEntryBytes {
+		if size = recordLen(key, messages); size <= s.maxEntryBytes {
 			rec = appendRecord((*bp)[:0], kindEntry, now.UnixNano(), key, messages)
 		}
 	} else {

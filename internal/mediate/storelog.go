@@ -37,20 +37,20 @@ import (
 // evicted, cleared) are reclaimed by compaction: the live records are
 // copied to a new file that is renamed over the log.
 const (
-	logName       = "continuity.log"
-	lockName      = "continuity.lock"
-	logMagic      = "CLCONT1\n"
-	logHeaderLen  = int64(len(logMagic))
-	recHeaderLen  = 8
-	recFixedLen   = 1 + 8 + 2 // kind, stored, key length
-	kindEntry     = 1
-	kindMark      = 2
-	maxKeyLen     = 1<<16 - 1
-	maxRecordLen  = 1 << 30 // a length beyond this is not a record
-	compactRetry  = time.Minute
-	replayChunk   = 64 << 10
-	maxPooledBuf  = 1 << 20
-	entryFileMode = 0o600
+	logName      = "continuity.log"
+	lockName     = "continuity.lock"
+	logMagic     = "CLCONT1\n"
+	logHeaderLen = int64(len(logMagic))
+	recHeaderLen = 8
+	recFixedLen  = 1 + 8 + 2 // kind, stored, key length
+	kindEntry    = 1
+	kindMark     = 2
+	maxKeyLen    = 1<<16 - 1
+	maxRecordLen = 1 << 30 // a length beyond this is not a record
+	compactRetry = time.Minute
+	replayChunk  = 64 << 10
+	maxPooledBuf = 1 << 20
+	logFileMode  = 0o600
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -74,6 +74,15 @@ func appendRecord(dst []byte, kind byte, stored int64, key string, messages []js
 	}
 	sealRecord(dst[start:])
 	return dst
+}
+
+// recordLen is the length of the record appendRecord writes.
+func recordLen(key string, messages []json.RawMessage) int64 {
+	n := int64(recHeaderLen + recFixedLen + len(key))
+	for _, m := range messages {
+		n += 4 + int64(len(m))
+	}
+	return n
 }
 
 // sealRecord writes the length and checksum of the record rec.
@@ -187,7 +196,7 @@ func (s *Store) openLog() error {
 		return err
 	}
 	s.unlock = unlock
-	f, err := os.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE, entryFileMode)
+	f, err := os.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE, logFileMode)
 	if err != nil {
 		unlock()
 		return err
