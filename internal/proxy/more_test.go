@@ -43,8 +43,12 @@ func TestUpstreamConnectionsPooled(t *testing.T) {
 	for _, r := range p.up.requests() {
 		conns[r.Remote] = true
 	}
-	if n := len(conns); n > workers {
-		t.Fatalf("%d upstream connections for %d concurrent runners", n, workers)
+	// Without pooling every exchange dials (128 connections). With it,
+	// about one per runner; a few more are allowed: a request waiting for
+	// a connection starts a dial, and when an idle one frees up first the
+	// transport uses that and keeps the dialled one for later.
+	if n := len(conns); n > 2*workers {
+		t.Fatalf("%d upstream connections for %d concurrent runners (%d exchanges): not pooled", n, workers, workers*rounds)
 	}
 	// Every exchange is a whole history line.
 	entries, st, err := history.ReadFile(history.Path(p.historyDir, "alice"))
