@@ -75,3 +75,54 @@ func HasStringMember(data, key []byte) bool {
 		data = data[i+len(key):]
 	}
 }
+
+// WithMember returns a copy of the object body (checked by jsontop.Valid)
+// with its top-level member key set to value: in place, where key is a
+// member once, so every other byte stays as it was; at the end, where key
+// is absent. ok is false where key is a member more than once or body is
+// not an object: the caller encodes the document itself.
+func WithMember(body []byte, key string, value []byte) (out []byte, ok bool) {
+	obj := jsontop.SkipSpace(body, 0)
+	var at Span
+	n := 0
+	if !jsontop.Object(body, obj, func(k []byte, start, end int) bool {
+		if jsontop.KeyEquals(k, key) {
+			at, n = Span{start, end}, n+1
+		}
+		return true
+	}) {
+		return nil, false
+	}
+	switch n {
+	case 1:
+		return Splice(body, at.Start, at.End, value), true
+	case 0:
+		member := make([]byte, 0, len(key)+len(value)+4)
+		if !jsontop.Empty(body, obj) {
+			member = append(member, ',')
+		}
+		member = append(jsontop.AppendString(member, key), ':')
+		member = append(member, value...)
+		closing := jsontop.SkipValue(body, obj) - 1
+		return Splice(body, closing, closing, member), true
+	}
+	return nil, false
+}
+
+// WithUsage is a response body with its usage member set to usage: body
+// with that one member replaced (every other byte as the provider sent
+// it), or, where body cannot be edited in place, top (its members) encoded
+// again with usage among them.
+func WithUsage(body []byte, top map[string]json.RawMessage, usage []byte) ([]byte, error) {
+	if body != nil {
+		if out, ok := WithMember(body, "usage", usage); ok {
+			return out, nil
+		}
+	}
+	out := make(map[string]json.RawMessage, len(top)+1)
+	for k, val := range top {
+		out[k] = val
+	}
+	out["usage"] = usage
+	return json.Marshal(out)
+}

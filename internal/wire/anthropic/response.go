@@ -9,6 +9,8 @@ import (
 
 // view keeps the decoded response for later turns and streams.
 type view struct {
+	// raw is the response body; top its members.
+	raw    []byte
 	top    map[string]json.RawMessage
 	blocks []json.RawMessage
 	types  []string
@@ -33,7 +35,7 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{top: top}
+	v := &view{raw: body, top: top}
 	var ok bool
 	if v.blocks, ok = wire.Elements(top["content"]); !ok {
 		return nil, fmt.Errorf("%w: content: want an array of blocks", wire.ErrMalformed)
@@ -120,10 +122,6 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := make(map[string]json.RawMessage, len(v.top))
-	for k, val := range v.top {
-		top[k] = val
-	}
 	usage := make(map[string]json.RawMessage, len(v.usage)+2)
 	for k, val := range v.usage {
 		usage[k] = val
@@ -138,8 +136,9 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	if _, ok := usage["cache_read_input_tokens"]; ok || total.CacheRead > 0 {
 		usage["cache_read_input_tokens"], _ = json.Marshal(total.CacheRead)
 	}
-	if top["usage"], err = json.Marshal(usage); err != nil {
+	raw, err := json.Marshal(usage)
+	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(top)
+	return wire.WithUsage(v.raw, v.top, raw)
 }

@@ -170,3 +170,23 @@ func single(t testing.TB) func([]json.RawMessage, error) json.RawMessage {
 		return msgs[0]
 	}
 }
+
+// After hidden rounds the runner gets the provider's last answer as the
+// provider wrote it (member order, escapes, extension members), with only
+// usage summed over the turn.
+func TestFinalBodyKeepsTheProviderBytes(t *testing.T) {
+	f := New()
+	body := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a <b> & c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"x_vendor":true},"system_fingerprint":"fp"}`
+	resp, err := f.ParseResponse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.FinalBody(resp, wire.Usage{Input: 12, Output: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a <b> & c"},"finish_reason":"stop"}],"usage":{"completion_tokens":3,"prompt_tokens":12,"total_tokens":15,"x_vendor":true},"system_fingerprint":"fp"}`
+	if string(out) != want {
+		t.Fatalf("final body:\n%s\nwant\n%s", out, want)
+	}
+}

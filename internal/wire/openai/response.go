@@ -9,6 +9,8 @@ import (
 
 // view is the decoded part of a response the format needs again later.
 type view struct {
+	// raw is the response body; top its members.
+	raw     []byte
 	top     map[string]json.RawMessage
 	message map[string]json.RawMessage
 	// calls are the raw tool_calls elements, in order, kept byte for byte
@@ -47,7 +49,7 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	resp.Model, _ = wire.String(top["model"])
 	resp.Stop, _ = wire.String(choice["finish_reason"])
 	resp.Text = contentText(msg["content"])
-	v := &view{top: top, message: msg, created: top["created"]}
+	v := &view{raw: body, top: top, message: msg, created: top["created"]}
 	if raw, ok := msg["tool_calls"]; ok && string(raw) != "null" {
 		var ok bool
 		if v.calls, ok = wire.Elements(raw); !ok {
@@ -176,10 +178,6 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := make(map[string]json.RawMessage, len(v.top))
-	for k, val := range v.top {
-		top[k] = val
-	}
 	usage := map[string]json.RawMessage{}
 	if raw, ok := v.top["usage"]; ok {
 		_ = json.Unmarshal(raw, &usage)
@@ -193,11 +191,11 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	// The details are summed like the totals they break down.
 	setDetail(usage, "prompt_tokens_details", "cached_tokens", total.CachedInput)
 	setDetail(usage, "completion_tokens_details", "reasoning_tokens", total.Reasoning)
-	top["usage"], err = json.Marshal(usage)
+	raw, err := json.Marshal(usage)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(top)
+	return wire.WithUsage(v.raw, v.top, raw)
 }
 
 // setDetail sets usage[obj][key] to n, keeping the object's other members;

@@ -10,6 +10,8 @@ import (
 
 // view is the decoded part of a response the format needs again later.
 type view struct {
+	// raw is the response body, where it came as one; top its members.
+	raw []byte
 	top map[string]json.RawMessage
 	// items are the output items, byte for byte; kinds their types.
 	items []json.RawMessage
@@ -37,7 +39,7 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{top: top}
+	v := &view{raw: body, top: top}
 	if raw, ok := top["output"]; !ok || string(raw) == "null" {
 		return nil, fmt.Errorf("%w: output: want an array of items", wire.ErrMalformed)
 	} else if v.items, ok = wire.Elements(raw); !ok {
@@ -157,21 +159,16 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withUsage(v.top, total)
+	return withUsage(v, total)
 }
 
-// withUsage is top with its usage replaced by total.
-func withUsage(top map[string]json.RawMessage, total wire.Usage) ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(top)+1)
-	for k, val := range top {
-		out[k] = val
-	}
-	var err error
-	out["usage"], err = json.Marshal(usageObject(total))
+// withUsage is the response with its usage replaced by total.
+func withUsage(v *view, total wire.Usage) ([]byte, error) {
+	raw, err := json.Marshal(usageObject(total))
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(out)
+	return wire.WithUsage(v.raw, v.top, raw)
 }
 
 type usageJSON struct {

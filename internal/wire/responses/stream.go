@@ -34,7 +34,7 @@ func (Format) StreamEvents(resp *wire.Response, total wire.Usage, _ bool) ([]wir
 	for i, raw := range v.items {
 		s.item(i, v.kinds[i], raw)
 	}
-	final, err := withUsage(v.top, total)
+	final, err := withUsage(v, total)
 	if err != nil {
 		return nil, err
 	}
