@@ -35,6 +35,11 @@ type Exchange struct {
 	Stream        bool
 	// Original is the runner's body exactly as received.
 	Original []byte
+	// Checked reports that Original and Body are JSON objects the edge
+	// has validated, once: later readers split them without validating
+	// again. A stage that replaces Body with a document it builds from
+	// valid parts (spliced values, encoded strings) keeps it so.
+	Checked bool
 	// Body is the body to send upstream, with the runner's model: the
 	// Decorator sees it so, and so does a Mediator, which sends
 	// UpstreamModel in its place. A passthrough sends it as slices of the

@@ -173,7 +173,7 @@ func (d *Decorator) Decorate(ctx context.Context, x *exchange.Exchange) error {
 			}
 		}
 	}
-	if body, ok := inject(inj, x.Body, text); ok {
+	if body, ok := inject(inj, x.Body, text, x.Checked); ok {
 		x.Body = body
 	}
 	return nil

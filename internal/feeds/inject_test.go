@@ -45,7 +45,7 @@ func TestInjectOpenAI(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := inject(injectorOf(formatOpenAI), []byte(c.in), "FEEDS <&>")
+			got, ok := inject(injectorOf(formatOpenAI), []byte(c.in), "FEEDS <&>", false)
 			if !ok {
 				t.Fatal("not decorated")
 			}
@@ -86,7 +86,7 @@ func TestInjectAnthropic(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := inject(injectorOf(formatAnthropic), []byte(c.in), "FEEDS")
+			got, ok := inject(injectorOf(formatAnthropic), []byte(c.in), "FEEDS", false)
 			if !ok {
 				t.Fatal("not decorated")
 			}
@@ -96,7 +96,7 @@ func TestInjectAnthropic(t *testing.T) {
 		})
 	}
 	for _, in := range []string{`{"system":42}`, `{"system":{"a":1}}`, `{"system":true}`, `[]`, `"s"`, `{`} {
-		if got, ok := inject(injectorOf(formatAnthropic), []byte(in), "F"); ok {
+		if got, ok := inject(injectorOf(formatAnthropic), []byte(in), "F", false); ok {
 			t.Errorf("%s: decorated to %s", in, got)
 		}
 	}
@@ -190,7 +190,7 @@ func FuzzInjectOpenAI(f *testing.F) {
 	f.Add([]byte(" {\"messages\" :\t[ {\"role\":\"system\"} ] , \"messages\":[{\"role\":\"user\"}]}\n"), "\x00\xff")
 	f.Add([]byte(`{"m\u0065ssages":[{"role":"s\u0079stem","content":"x"}],"k":[{"a":"]}"}]}`), "t")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		out, ok := inject(injectorOf(formatOpenAI), body, text)
+		out, ok := inject(injectorOf(formatOpenAI), body, text, false)
 		if !ok {
 			return
 		}
@@ -210,7 +210,7 @@ func FuzzInjectAnthropic(f *testing.F) {
 	f.Add([]byte(`{"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}],"system":"b"}`), "a\"b\\c<>")
 	f.Add([]byte(`{"s\u0079stem":"esc\"aped"}`), "\xff")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		out, ok := inject(injectorOf(formatAnthropic), body, text)
+		out, ok := inject(injectorOf(formatAnthropic), body, text, false)
 		if !ok {
 			return
 		}

@@ -45,7 +45,7 @@ func (m *Mediator) record(t *turn, out outcome) {
 	// The request is kept when it is JSON (the edge validated it; a
 	// Mediator used without the edge checks here), and the response is
 	// one cllama rendered: the writer need not check either again.
-	if jsontop.Valid(x.Original) {
+	if x.Checked || jsontop.Valid(x.Original) {
 		e.Request, e.BodiesValid = x.Original, true
 	}
 	if out.fail != nil {

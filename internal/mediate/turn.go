@@ -94,7 +94,11 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failu
 // tools presented.
 func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
 	t := &turn{m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
-	req, err := f.ParseRequest(x.Body)
+	parse := f.ParseRequest
+	if x.Checked {
+		parse = f.ParseCheckedRequest
+	}
+	req, err := parse(x.Body)
 	if err != nil {
 		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: request body: " + err.Error()}
 	}

@@ -130,6 +130,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		UpstreamModel: info.Upstream,
 		Stream:        info.Stream,
 		Original:      body,
+		Checked:       true, // scanRequest validated it
 		// The model is rewritten last, as the body leaves (upstreamBody):
 		// a passthrough body is then sent without a copy.
 		Body: body,

@@ -57,7 +57,7 @@ func SplitArray(raw []byte) ([]json.RawMessage, error) {
 // Elements returns the elements of raw when it is an array (ok is false
 // for any other value: callers decode that with encoding/json for its
 // error). raw must be valid JSON, a member of a document DecodeObject or
-// DecodeBody accepted; the elements are slices of it.
+// CheckBody accepted; the elements are slices of it.
 func Elements(raw []byte) ([]json.RawMessage, bool) {
 	if i := jsontop.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '[' {
 		return nil, false
@@ -66,10 +66,10 @@ func Elements(raw []byte) ([]json.RawMessage, bool) {
 	return out, err == nil
 }
 
-// DecodeBody validates a request body once and splits its top level.
-func DecodeBody(body []byte) (map[string]json.RawMessage, error) {
+// CheckBody validates a request body: it is JSON (jsontop.Valid).
+func CheckBody(body []byte) error {
 	if !jsontop.Valid(body) {
-		return nil, fmt.Errorf("%w: invalid JSON", ErrMalformed)
+		return fmt.Errorf("%w: invalid JSON", ErrMalformed)
 	}
-	return SplitObject(body)
+	return nil
 }

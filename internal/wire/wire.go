@@ -37,6 +37,9 @@ type ToolLoop interface {
 	// ParseRequest decodes a runner request. OpenAI legacy functions[] and
 	// function_call are normalised into tools[] and tool_choice.
 	ParseRequest(body []byte) (*Request, error)
+	// ParseCheckedRequest is ParseRequest for a body already validated
+	// (jsontop.Valid): it splits it without validating it again.
+	ParseCheckedRequest(body []byte) (*Request, error)
 	// ToolDefinition renders one managed tool as the format declares tools.
 	ToolDefinition(name, description string, schema json.RawMessage) (json.RawMessage, error)
 	// RewriteToolChoice renames the tool a tool_choice names, when rename

@@ -25,8 +25,16 @@ var (
 
 // ParseRequest implements wire.ToolLoop. The system prompt is a top-level
 // member and stays in Fields.
-func (Format) ParseRequest(body []byte) (*wire.Request, error) {
-	top, err := wire.DecodeBody(body)
+func (f Format) ParseRequest(body []byte) (*wire.Request, error) {
+	if err := wire.CheckBody(body); err != nil {
+		return nil, err
+	}
+	return f.ParseCheckedRequest(body)
+}
+
+// ParseCheckedRequest implements wire.ToolLoop.
+func (Format) ParseCheckedRequest(body []byte) (*wire.Request, error) {
+	top, err := wire.SplitObject(body)
 	if err != nil {
 		return nil, err
 	}

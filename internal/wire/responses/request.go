@@ -17,8 +17,16 @@ var ErrConversation = errors.New(`"conversation" is not supported with managed t
 
 // ParseRequest implements wire.ToolLoop. A string input is one user
 // message; items stay raw.
-func (Format) ParseRequest(body []byte) (*wire.Request, error) {
-	top, err := wire.DecodeBody(body)
+func (f Format) ParseRequest(body []byte) (*wire.Request, error) {
+	if err := wire.CheckBody(body); err != nil {
+		return nil, err
+	}
+	return f.ParseCheckedRequest(body)
+}
+
+// ParseCheckedRequest implements wire.ToolLoop.
+func (Format) ParseCheckedRequest(body []byte) (*wire.Request, error) {
+	top, err := wire.SplitObject(body)
 	if err != nil {
 		return nil, err
 	}
