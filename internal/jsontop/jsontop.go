@@ -150,6 +150,16 @@ func Unquote(lit []byte) (string, error) {
 	return s, nil
 }
 
+// PlainBody returns the body of the JSON string literal lit (quotes
+// included) when it decodes to itself, as Unquote's fast path: the text
+// without a copy. ok is false for anything else.
+func PlainBody(lit []byte) (body []byte, ok bool) {
+	if n := len(lit); n >= 2 && lit[0] == '"' && lit[n-1] == '"' && plain(lit[1:n-1]) {
+		return lit[1 : n-1], true
+	}
+	return nil, false
+}
+
 // unquoteSlow decodes the body of a string literal with encoding/json.
 func unquoteSlow(raw []byte) (string, error) {
 	lit := make([]byte, 0, len(raw)+2)

@@ -310,18 +310,18 @@ func (d *discardWriter) Flush()                      {}
 // what remains is the proxy's own work (edge, identity, routing, rewrite,
 // relay, usage, audit), with its allocations.
 func BenchmarkHandlerNoNetwork(b *testing.B) {
-	for _, kind := range []string{"json", "json+history", "stream"} {
+	for _, kind := range []string{"json", "json+history", "stream", "stream+history"} {
 		b.Run(kind, func(b *testing.B) {
 			dir := b.TempDir()
 			root := filepath.Join(dir, "context")
 			writeFileB(b, filepath.Join(root, "alice", "metadata.json"), `{"token":"`+aliceToken+`"}`)
 			writeFileB(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"http://fake.invalid/v1","api_key":"k"}}}`)
 			cfg := Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}
-			if kind == "json+history" {
+			if strings.HasSuffix(kind, "+history") {
 				cfg.HistoryDir = filepath.Join(dir, "history")
 			}
 			ct, payload := "application/json", benchResponse
-			if kind == "stream" {
+			if strings.HasPrefix(kind, "stream") {
 				ct, payload = "text/event-stream", benchStream
 			}
 			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -333,7 +333,7 @@ func BenchmarkHandlerNoNetwork(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			body := benchRequest("fake/gpt-fake", kind == "stream")
+			body := benchRequest("fake/gpt-fake", strings.HasPrefix(kind, "stream"))
 			req := httptest.NewRequest(http.MethodPost, pathChat, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceToken)
 			w := &discardWriter{h: http.Header{}}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // MaxAssembledBytes bounds the content an Assembler keeps for one stream's
@@ -26,6 +28,27 @@ func (b *AssemblyBudget) Add(sb *strings.Builder, s string) {
 	}
 	b.Used += len(s)
 	sb.WriteString(s)
+}
+
+// AddLiteral appends the text of the JSON string literal lit (quotes
+// included; valid JSON) to sb when it fits the budget, without making a
+// string of it first when it holds nothing to unescape.
+func (b *AssemblyBudget) AddLiteral(sb *strings.Builder, lit []byte) {
+	body, ok := jsontop.PlainBody(lit)
+	if !ok {
+		s, err := jsontop.Unquote(lit)
+		if err != nil {
+			return
+		}
+		b.Add(sb, s)
+		return
+	}
+	if b.Used+len(body) > MaxAssembledBytes {
+		b.Truncated = true
+		return
+	}
+	b.Used += len(body)
+	sb.Write(body)
 }
 
 // Keep returns s when it fits the budget (counted once: a replaced value

@@ -47,6 +47,12 @@ type asmChunk struct {
 	Fingerprint string           `json:"system_fingerprint"`
 	Usage       json.RawMessage  `json:"usage"`
 	Choices     []asmChunkChoice `json:"choices"`
+	// What the assembler asks of the fast path (encoding/json, where a
+	// chunk goes to it, decodes everything): skipMeta leaves id, model and
+	// system_fingerprint undecoded (the assembler has them from the first
+	// chunk); literals keeps each delta text as its string literal (the
+	// deltas' *Lit) for the assembler to append without a string between.
+	skipMeta, literals bool
 }
 
 type asmChunkChoice struct {
@@ -61,6 +67,9 @@ type asmDelta struct {
 	Refusal          *string           `json:"refusal"`
 	ReasoningContent *string           `json:"reasoning_content"`
 	ToolCalls        []asmToolCallPart `json:"tool_calls"`
+	// The texts as string literals, in place of the three above, where
+	// the fast path decoded the chunk with asmChunk.literals.
+	contentLit, refusalLit, reasoningLit []byte
 }
 
 type asmToolCallPart struct {
@@ -75,7 +84,7 @@ type asmToolCallPart struct {
 
 func (a *assembler) Observe(_ string, data []byte) {
 	c := &a.chunk
-	*c = asmChunk{Choices: c.Choices[:0]}
+	*c = asmChunk{Choices: c.Choices[:0], skipMeta: a.id != "", literals: true}
 	if data[0] != '{' || !decodeChunk(data, c) {
 		return
 	}
@@ -97,15 +106,9 @@ func (a *assembler) Observe(_ string, data []byte) {
 		if ch.Delta.Role != "" {
 			st.role = ch.Delta.Role
 		}
-		if ch.Delta.Content != nil {
-			a.Add(&st.content, *ch.Delta.Content)
-		}
-		if ch.Delta.Refusal != nil {
-			a.Add(&st.refusal, *ch.Delta.Refusal)
-		}
-		if ch.Delta.ReasoningContent != nil {
-			a.Add(&st.reasoning, *ch.Delta.ReasoningContent)
-		}
+		a.addText(&st.content, ch.Delta.contentLit, ch.Delta.Content)
+		a.addText(&st.refusal, ch.Delta.refusalLit, ch.Delta.Refusal)
+		a.addText(&st.reasoning, ch.Delta.reasoningLit, ch.Delta.ReasoningContent)
 		if ch.FinishReason != nil {
 			st.finish = *ch.FinishReason
 		}
@@ -129,6 +132,17 @@ func (a *assembler) Observe(_ string, data []byte) {
 			}
 			a.Add(&t.args, tc.Function.Arguments)
 		}
+	}
+}
+
+// addText appends a delta's text, given as a string literal (the fast
+// path) or decoded (encoding/json), to sb.
+func (a *assembler) addText(sb *strings.Builder, lit []byte, s *string) {
+	switch {
+	case lit != nil:
+		a.AddLiteral(sb, lit)
+	case s != nil:
+		a.Add(sb, *s)
 	}
 }
 

@@ -35,12 +35,11 @@ var (
 func fastChunk(data []byte, c *asmChunk) bool {
 	return wire.StructMembers(data, 0, chunkKeys, func(k int, v []byte) bool {
 		switch k {
-		case 0:
-			return wire.DecodeString(v, &c.ID)
-		case 1:
-			return wire.DecodeString(v, &c.Model)
-		case 2:
-			return wire.DecodeString(v, &c.Fingerprint)
+		case 0, 1, 2:
+			if c.skipMeta { // a string or null, as decoding it would require
+				return v[0] == '"' || v[0] == 'n'
+			}
+			return wire.DecodeString(v, [...]*string{&c.ID, &c.Model, &c.Fingerprint}[k])
 		case 3:
 			return wire.DecodeInt64(v, &c.Created)
 		case 4:
@@ -58,19 +57,24 @@ func fastChunk(data []byte, c *asmChunk) bool {
 				c.Choices = make([]asmChunkChoice, 0, 1)
 			}
 			c.Choices = c.Choices[:0] // a caller's reused slice
-			for start, end := range jsontop.Elements(v, 0) {
-				var ch asmChunkChoice
-				if !fastChoice(v[start:end], &ch) {
+			// The elements of a valid array, walked without an iterator
+			// (its closure would cost an allocation per chunk).
+			for i := jsontop.SkipSpace(v, 1); v[i] != ']'; {
+				end := jsontop.SkipValue(v, i)
+				c.Choices = append(c.Choices, asmChunkChoice{})
+				if !fastChoice(v[i:end], &c.Choices[len(c.Choices)-1], c.literals) {
 					return false
 				}
-				c.Choices = append(c.Choices, ch)
+				if i = jsontop.SkipSpace(v, end); v[i] == ',' {
+					i = jsontop.SkipSpace(v, i+1)
+				}
 			}
 			return true
 		}
 	})
 }
 
-func fastChoice(v []byte, ch *asmChunkChoice) bool {
+func fastChoice(v []byte, ch *asmChunkChoice, literals bool) bool {
 	if v[0] != '{' {
 		return false
 	}
@@ -94,13 +98,23 @@ func fastChoice(v []byte, ch *asmChunkChoice) bool {
 			case 0:
 				return wire.DecodeString(v, &d.Role)
 			case 1:
-				return wire.DecodeStringPtr(v, &d.Content)
+				return text(v, &d.Content, &d.contentLit, literals)
 			case 2:
-				return wire.DecodeStringPtr(v, &d.Refusal)
+				return text(v, &d.Refusal, &d.refusalLit, literals)
 			case 3:
-				return wire.DecodeStringPtr(v, &d.ReasoningContent)
+				return text(v, &d.ReasoningContent, &d.reasoningLit, literals)
 			}
 			return false // tool_calls: encoding/json
 		})
 	})
+}
+
+// text decodes a delta's text, a string or null, into s; with literals, a
+// string is kept as its literal in lit instead.
+func text(v []byte, s **string, lit *[]byte, literals bool) bool {
+	if literals && v[0] == '"' {
+		*lit = v
+		return true
+	}
+	return wire.DecodeStringPtr(v, s)
 }

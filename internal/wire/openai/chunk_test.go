@@ -3,7 +3,10 @@ package openai
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // FuzzDecodeChunk holds the stream chunk decoder to encoding/json: the
@@ -32,6 +35,29 @@ func FuzzDecodeChunk(f *testing.F) {
 		}
 		if ok && !reflect.DeepEqual(norm(got), norm(want)) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", data, got, want)
+		}
+		// As the assembler asks: the same verdict, and the same texts
+		// once the literals are read.
+		lazy := asmChunk{skipMeta: true, literals: true}
+		if lazyOK := decodeChunk(data, &lazy); lazyOK != wantOK {
+			t.Fatalf("%q: decodeChunk for the assembler %v, encoding/json %v", data, lazyOK, wantOK)
+		}
+		if ok && len(lazy.Choices) == len(want.Choices) {
+			for i, ch := range lazy.Choices {
+				w := want.Choices[i].Delta
+				for _, p := range [][2]any{{ch.Delta.contentLit, w.Content}, {ch.Delta.refusalLit, w.Refusal}, {ch.Delta.reasoningLit, w.ReasoningContent}} {
+					if lit := p[0].([]byte); lit != nil {
+						var sb strings.Builder
+						var budget wire.AssemblyBudget
+						budget.AddLiteral(&sb, lit)
+						if ws := p[1].(*string); ws == nil || sb.String() != *ws {
+							t.Fatalf("%q: literal %s reads %q, encoding/json %v", data, lit, sb.String(), ws)
+						}
+					}
+				}
+			}
+		} else if ok {
+			t.Fatalf("%q: %d choices for the assembler, %d", data, len(lazy.Choices), len(want.Choices))
 		}
 	})
 }
