@@ -94,11 +94,13 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failu
 // tools presented.
 func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
 	t := &turn{m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
-	parse := f.ParseRequest
+	var req *wire.Request
+	var err error
 	if x.Checked {
-		parse = f.ParseCheckedRequest
+		req, err = f.ParseCheckedRequest(x.Body)
+	} else {
+		req, err = wire.ParseRequest(f, x.Body)
 	}
-	req, err := parse(x.Body)
 	if err != nil {
 		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: request body: " + err.Error()}
 	}

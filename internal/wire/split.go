@@ -66,6 +66,14 @@ func Elements(raw []byte) ([]json.RawMessage, bool) {
 	return out, err == nil
 }
 
+// ParseRequest validates body, then parses it with f.
+func ParseRequest(f ToolLoop, body []byte) (*Request, error) {
+	if err := CheckBody(body); err != nil {
+		return nil, err
+	}
+	return f.ParseCheckedRequest(body)
+}
+
 // CheckBody validates a request body: it is JSON (jsontop.Valid).
 func CheckBody(body []byte) error {
 	if !jsontop.Valid(body) {

@@ -34,11 +34,11 @@ import (
 type ToolLoop interface {
 	Format
 
-	// ParseRequest decodes a runner request. OpenAI legacy functions[] and
-	// function_call are normalised into tools[] and tool_choice.
-	ParseRequest(body []byte) (*Request, error)
-	// ParseCheckedRequest is ParseRequest for a body already validated
-	// (jsontop.Valid): it splits it without validating it again.
+	// ParseCheckedRequest decodes a runner request already validated
+	// (jsontop.Valid, as the edge does once: exchange.Checked) without
+	// validating it again; ParseRequest is the same for a body not yet
+	// checked. OpenAI legacy functions[] and function_call are normalised
+	// into tools[] and tool_choice.
 	ParseCheckedRequest(body []byte) (*Request, error)
 	// ToolDefinition renders one managed tool as the format declares tools.
 	ToolDefinition(name, description string, schema json.RawMessage) (json.RawMessage, error)

@@ -77,7 +77,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fm := New()
-		r, err := fm.ParseRequest(data)
+		r, err := wire.ParseRequest(fm, data)
 		if err != nil {
 			return
 		}
@@ -91,7 +91,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		again, err := fm.ParseRequest(out)
+		again, err := wire.ParseRequest(fm, out)
 		if err != nil || len(again.Messages) != len(r.Messages) || len(again.ToolNames) != len(r.ToolNames) || again.Stream {
 			t.Fatalf("re-parse: %v", err)
 		}
@@ -100,7 +100,7 @@ func FuzzParseRequest(f *testing.F) {
 
 func TestToolChoice(t *testing.T) {
 	f := New()
-	r, _ := f.ParseRequest([]byte(`{"messages":[],"tool_choice":{"type":"tool","name":"svc.echo","disable_parallel_tool_use":true}}`))
+	r, _ := wire.ParseRequest(f, []byte(`{"messages":[],"tool_choice":{"type":"tool","name":"svc.echo","disable_parallel_tool_use":true}}`))
 	_ = f.RewriteToolChoice(r, func(n string) (string, bool) { return "svc__echo", n == "svc.echo" })
 	if got := string(r.Fields["tool_choice"]); !bytes.Contains([]byte(got), []byte(`"name":"svc__echo"`)) {
 		t.Errorf("rewrite: %s", got)

@@ -23,16 +23,8 @@ var (
 	_ wire.StreamAssembling = Format{}
 )
 
-// ParseRequest implements wire.ToolLoop. The system prompt is a top-level
+// ParseCheckedRequest implements wire.ToolLoop. The system prompt is a top-level
 // member and stays in Fields.
-func (f Format) ParseRequest(body []byte) (*wire.Request, error) {
-	if err := wire.CheckBody(body); err != nil {
-		return nil, err
-	}
-	return f.ParseCheckedRequest(body)
-}
-
-// ParseCheckedRequest implements wire.ToolLoop.
 func (Format) ParseCheckedRequest(body []byte) (*wire.Request, error) {
 	top, err := wire.SplitObject(body)
 	if err != nil {

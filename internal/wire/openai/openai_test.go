@@ -35,7 +35,7 @@ func TestCanonicalIgnoresReserialisation(t *testing.T) {
 func TestRequestKeepsUnknownFields(t *testing.T) {
 	f := New()
 	in := `{"model":"m","x_custom":{"b":[1,2.50,"z"],"a":null},"messages":[{"role":"user","content":"q","name":"u"}],"stream":true,"stream_options":{"include_usage":true}}`
-	r, err := f.ParseRequest([]byte(in))
+	r, err := wire.ParseRequest(f, []byte(in))
 	if err != nil || !r.Stream || !r.IncludeUsage {
 		t.Fatalf("%v %+v", err, r)
 	}
@@ -106,7 +106,7 @@ func checkResponse(t *testing.T, f wire.ToolLoop, data []byte) {
 // checkRequest: a parsed request re-encodes to JSON that parses to the
 // same tools, and every rewrite keeps it valid.
 func checkRequest(t *testing.T, f wire.ToolLoop, data []byte) {
-	r, err := f.ParseRequest(data)
+	r, err := wire.ParseRequest(f, data)
 	if err != nil {
 		return
 	}
@@ -120,7 +120,7 @@ func checkRequest(t *testing.T, f wire.ToolLoop, data []byte) {
 	if err != nil {
 		t.Fatalf("encode: %v", err)
 	}
-	again, err := f.ParseRequest(out)
+	again, err := wire.ParseRequest(f, out)
 	if err != nil {
 		t.Fatalf("re-parse: %v\n%s", err, out)
 	}
@@ -131,7 +131,7 @@ func checkRequest(t *testing.T, f wire.ToolLoop, data []byte) {
 
 func TestToolChoice(t *testing.T) {
 	f := New()
-	r, _ := f.ParseRequest([]byte(`{"messages":[],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"svc.echo"}},{"type":"function","function":{"name":"shell"}}]}}}`))
+	r, _ := wire.ParseRequest(f, []byte(`{"messages":[],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"svc.echo"}},{"type":"function","function":{"name":"shell"}}]}}}`))
 	if err := f.RewriteToolChoice(r, func(n string) (string, bool) { return "svc__echo", n == "svc.echo" }); err != nil {
 		t.Fatal(err)
 	}

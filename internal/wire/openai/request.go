@@ -22,17 +22,9 @@ var (
 	_ wire.StreamAssembling = Format{}
 )
 
-// ParseRequest implements wire.ToolLoop. Legacy functions[] become tools[]
+// ParseCheckedRequest implements wire.ToolLoop. Legacy functions[] become tools[]
 // and function_call becomes tool_choice (spec 000 "For OpenAI-compatible
 // requests, legacy functions[] are normalized into tools[] before merge").
-func (f Format) ParseRequest(body []byte) (*wire.Request, error) {
-	if err := wire.CheckBody(body); err != nil {
-		return nil, err
-	}
-	return f.ParseCheckedRequest(body)
-}
-
-// ParseCheckedRequest implements wire.ToolLoop.
 func (Format) ParseCheckedRequest(body []byte) (*wire.Request, error) {
 	top, err := wire.SplitObject(body)
 	if err != nil {

@@ -15,16 +15,8 @@ const inputKey = "input"
 // conversation when managed tools would add hidden rounds to it.
 var ErrConversation = errors.New(`"conversation" is not supported with managed tools: the provider would keep the hidden tool rounds in the conversation twice; send the whole input each turn, or continue with previous_response_id`)
 
-// ParseRequest implements wire.ToolLoop. A string input is one user
+// ParseCheckedRequest implements wire.ToolLoop. A string input is one user
 // message; items stay raw.
-func (f Format) ParseRequest(body []byte) (*wire.Request, error) {
-	if err := wire.CheckBody(body); err != nil {
-		return nil, err
-	}
-	return f.ParseCheckedRequest(body)
-}
-
-// ParseCheckedRequest implements wire.ToolLoop.
 func (Format) ParseCheckedRequest(body []byte) (*wire.Request, error) {
 	top, err := wire.SplitObject(body)
 	if err != nil {

@@ -140,7 +140,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","instructions":"i","previous_response_id":"resp_1","store":false,"reasoning":{},"include":["x"],"input":[{"role":"developer","content":"d"},{"type":"reasoning","id":"rs","summary":[]},{"type":"function_call","call_id":"c","name":"t","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"t","parameters":{}},{"type":"custom","name":"p"},{"type":"web_search"}],"tool_choice":{"type":"function","name":"t"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fm := New()
-		r, err := fm.ParseRequest(body)
+		r, err := wire.ParseRequest(fm, body)
 		if err != nil {
 			return
 		}
