@@ -204,26 +204,40 @@ func batches(calls []pending) [][]pending {
 // loss cancels everything in flight. A run whose turn ended before it
 // could start is not started.
 func (t *turn) runBatch(ctx context.Context, batch []pending, roundStart time.Time) {
+	opened := t.m.opt.Now().Sub(roundStart)
+	runs := 0
+	for i := range batch {
+		batch[i].start = opened
+		if batch[i].run {
+			runs++
+		}
+	}
+	run := func(p *pending) {
+		p.start = t.m.opt.Now().Sub(roundStart)
+		if ctx.Err() != nil {
+			p.env = toolexec.Fail(toolexec.CodeCanceled, "not executed: the turn ended (the caller went away or total_timeout_ms elapsed) before the call started", 0)
+			return
+		}
+		out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy, Mode: manifest.ModeMediated}, t.m.opt.Now,
+			func(v any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", v)) })
+		p.env, p.latency = out.Envelope, out.LatencyMS
+	}
+	// One call at a time (one call, or no parallelism allowed) runs on the
+	// turn's goroutine: a goroutine per call would only add switches.
+	if runs <= 1 || t.policy.MaxParallelCalls <= 1 {
+		for i := range batch {
+			if batch[i].run {
+				run(&batch[i])
+			}
+		}
+		return
+	}
 	var g errgroup.Group
 	g.SetLimit(t.policy.MaxParallelCalls)
-	opened := t.m.opt.Now().Sub(roundStart)
 	for i := range batch {
-		p := &batch[i]
-		p.start = opened
-		if !p.run {
-			continue
+		if p := &batch[i]; p.run {
+			g.Go(func() error { run(p); return nil })
 		}
-		g.Go(func() error {
-			p.start = t.m.opt.Now().Sub(roundStart)
-			if ctx.Err() != nil {
-				p.env = toolexec.Fail(toolexec.CodeCanceled, "not executed: the turn ended (the caller went away or total_timeout_ms elapsed) before the call started", 0)
-				return nil
-			}
-			out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy, Mode: manifest.ModeMediated}, t.m.opt.Now,
-				func(v any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", v)) })
-			p.env, p.latency = out.Envelope, out.LatencyMS
-			return nil
-		})
 	}
 	_ = g.Wait() // the runs report in p.env, never as an error
 }

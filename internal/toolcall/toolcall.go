@@ -95,22 +95,18 @@ func run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, o
 	return Outcome{Envelope: Check(env, c.Policy.MaxToolResultBytes), LatencyMS: now().Sub(start).Milliseconds()}
 }
 
-// invoke calls the Runner, bounded even when it ignores its context.
+// invoke calls the Runner, bounded even when it ignores its context: on a
+// goroutine of its own, unless the Runner says the call returns by its
+// deadline (toolexec.Bounded), which saves the call two goroutine
+// switches.
 func invoke(ctx context.Context, r toolexec.Runner, call toolexec.Call, bound time.Duration, onPanic func(any)) toolexec.Envelope {
 	cctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
+	if b, ok := r.(toolexec.Bounded); ok && b.Bounded(call) {
+		return runRecovered(cctx, r, call, onPanic)
+	}
 	done := make(chan toolexec.Envelope, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if onPanic != nil {
-					onPanic(p)
-				}
-				done <- toolexec.Fail(toolexec.CodeToolError, "the tool could not be executed (internal error)", 0)
-			}
-		}()
-		done <- r.Run(cctx, call)
-	}()
+	go func() { done <- runRecovered(cctx, r, call, onPanic) }()
 	select {
 	case env := <-done:
 		return env
@@ -120,6 +116,19 @@ func invoke(ctx context.Context, r toolexec.Runner, call toolexec.Call, bound ti
 		}
 		return toolexec.Fail(toolexec.CodeCanceled, "the caller went away before the call finished", 0)
 	}
+}
+
+// runRecovered is r.Run, with a panic turned into a failed call.
+func runRecovered(ctx context.Context, r toolexec.Runner, call toolexec.Call, onPanic func(any)) (env toolexec.Envelope) {
+	defer func() {
+		if p := recover(); p != nil {
+			if onPanic != nil {
+				onPanic(p)
+			}
+			env = toolexec.Fail(toolexec.CodeToolError, "the tool could not be executed (internal error)", 0)
+		}
+	}()
+	return r.Run(ctx, call)
 }
 
 // Check enforces the envelope contract whatever the Runner did: a

@@ -3,6 +3,9 @@ package toolcall
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +150,75 @@ func BenchmarkTracingCost(b *testing.B) {
 				Run(ctx, r, c, time.Now, nil)
 			}
 		})
+	}
+}
+
+// boundedRunner says every call returns by its deadline.
+type boundedRunner struct{ runnerFunc }
+
+func (boundedRunner) Bounded(toolexec.Call) bool { return true }
+
+// goid is the running goroutine's id, from its stack header.
+func goid() string {
+	var buf [64]byte
+	s := strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
+	id, _, _ := strings.Cut(s, " ")
+	return id
+}
+
+func TestABoundedCallRunsOnTheCallersGoroutine(t *testing.T) {
+	caller := goid()
+	var ran string
+	out := Run(context.Background(), boundedRunner{func(context.Context, toolexec.Call) toolexec.Envelope {
+		ran = goid()
+		return toolexec.Envelope{OK: true}
+	}}, testCall(), time.Now, nil)
+	if !out.Envelope.OK || ran != caller {
+		t.Fatalf("envelope %+v; ran on goroutine %s, caller %s", out.Envelope, ran, caller)
+	}
+	// An unbounded Runner is guarded by a goroutine of its own.
+	Run(context.Background(), runnerFunc(func(context.Context, toolexec.Call) toolexec.Envelope {
+		ran = goid()
+		return toolexec.Envelope{OK: true}
+	}), testCall(), time.Now, nil)
+	if ran == caller {
+		t.Fatal("an unbounded Runner ran on the caller's goroutine")
+	}
+	var heard any
+	out = Run(context.Background(), boundedRunner{func(context.Context, toolexec.Call) toolexec.Envelope { panic("boom") }}, testCall(), time.Now, func(p any) { heard = p })
+	if out.Envelope.OK || out.Envelope.Error.Code != toolexec.CodeToolError || heard != "boom" {
+		t.Fatalf("a bounded Runner's panic: envelope = %+v, heard %v", out.Envelope, heard)
+	}
+}
+
+// The executor's HTTP calls run unguarded: a service that never answers
+// still ends at the tool's timeout, through the call's own context.
+func TestAnHTTPCallToAHangingServiceEndsAtItsTimeout(t *testing.T) {
+	hang := make(chan struct{})
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer svc.Close()
+	defer close(hang)
+	ex := toolexec.New(toolexec.Options{})
+	defer ex.Close()
+	c := testCall()
+	c.Tool.Execution = manifest.Execution{Transport: manifest.TransportHTTP, Service: "svc", BaseURL: svc.URL, Method: "POST", Path: "/x"}
+	if !ex.Bounded(toolexec.Call{Tool: c.Tool}) {
+		t.Fatal("an HTTP call must be bounded")
+	}
+	if ex.Bounded(toolexec.Call{Tool: &manifest.Tool{Execution: manifest.Execution{Transport: manifest.TransportMCP}}}) {
+		t.Fatal("an MCP call is guarded")
+	}
+	start := time.Now()
+	out := Run(context.Background(), ex, c, time.Now, nil)
+	if out.Envelope.OK || out.Envelope.Error.Code != toolexec.CodeTimeout {
+		t.Fatalf("envelope = %+v", out.Envelope)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the call took %v against a 50 ms timeout", took)
 	}
 }

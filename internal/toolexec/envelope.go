@@ -91,3 +91,10 @@ type Call struct {
 type Runner interface {
 	Run(ctx context.Context, c Call) Envelope
 }
+
+// Bounded is a Runner that knows which of its calls return by their
+// context's deadline whatever the service does: the caller may run those
+// on its own goroutine instead of guarding each with another.
+type Bounded interface {
+	Bounded(c Call) bool
+}

@@ -212,6 +212,17 @@ type failure struct {
 // validated against inputSchema (the service is not called on a
 // violation), the call runs under its timeout (with retries when allowed),
 // the result is checked against outputSchema, then bounded.
+// Bounded implements Bounded: an HTTP call runs under its context from
+// the dial to the last byte read, so it returns by the deadline. MCP
+// calls go through a session the SDK holds, and stay guarded.
+func (e *Executor) Bounded(c Call) bool {
+	if c.Tool == nil {
+		return true // answered at once
+	}
+	t := c.Tool.Execution.Transport
+	return t == manifest.TransportHTTP || t == ""
+}
+
 func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 	if c.Tool == nil {
 		return Fail(CodeUnknownTool, "no managed tool was given", 0)
