@@ -97,9 +97,18 @@ func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.W
 	return serveOn(ctx, ln, cfg, aud, stderr, func() {
 		if _, err := releaseStartPages(); err != nil {
 			fmt.Fprintf(stderr, "cllama: start-up pages stay resident: %v\n", err)
+			return
 		}
+		// Starting to serve (the listeners, the stages' first timers)
+		// reads pages of its own that nothing reads again: about 5 MiB,
+		// given back once it has settled.
+		time.AfterFunc(startSettle, func() { _, _ = releaseStartPages() })
 	})
 }
+
+// startSettle is how long after it is ready cllama gives back the pages
+// that starting to serve read.
+const startSettle = time.Second
 
 // serveOn runs cllama on ln until ctx is cancelled, then drains. ready,
 // when set, runs once everything is wired, before the first request is
