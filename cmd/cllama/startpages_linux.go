@@ -21,41 +21,74 @@ import (
 //     kernel maps 64 KiB around each page touched: about 19 MiB of a
 //     50 MiB binary is resident after start, most of it code and data
 //     that never runs again. Each read-only mapping of the executable is
-//     advised MADV_PAGEOUT, which drops the pages only this process maps;
-//     those a request uses come back from the file on first use. Only
-//     read-only mappings are touched: their content is the file's, so
-//     nothing is lost (the kernel reclaims the same pages under memory
-//     pressure).
+//     advised MADV_PAGEOUT, which frees the pages only this process maps
+//     (the kernel does so only for a process that owns the file or may
+//     write it), then MADV_DONTNEED, which takes them out of this
+//     process's resident set in any case (they stay in the page cache,
+//     which the kernel reclaims when it needs the memory). Those a request
+//     uses come back from the file on first use. Only read-only mappings
+//     holding nothing but the file's content are touched (smaps
+//     "Anonymous: 0 kB": no page of them was ever written, as relocations
+//     would), so nothing is lost.
 //   - The heap that start-up left as garbage (debug.FreeOSMemory).
 //
 // It returns how many bytes of mappings it advised. Kernels before 5.4
-// have no MADV_PAGEOUT: the pages then stay, and the error says so.
+// have no MADV_PAGEOUT: MADV_DONTNEED still applies, and the error says
+// so.
 func releaseStartPages() (int64, error) {
 	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, err
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
 	var advised int64
 	var errs []error
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		lo, hi, ok := readOnlyMapping(sc.Bytes(), exe)
-		if !ok {
-			continue
-		}
+	for _, m := range fileOnlyMappings(smaps, exe) {
 		// The range is not Go memory: it goes to the kernel as numbers.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_PAGEOUT); errno != 0 {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.lo, m.hi-m.lo, unix.MADV_PAGEOUT); errno != 0 {
 			errs = append(errs, fmt.Errorf("madvise(MADV_PAGEOUT) %s: %w", exe, errno))
+		}
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.lo, m.hi-m.lo, unix.MADV_DONTNEED); errno != 0 {
+			errs = append(errs, fmt.Errorf("madvise(MADV_DONTNEED) %s: %w", exe, errno))
 			continue
 		}
-		advised += int64(hi - lo)
+		advised += int64(m.hi - m.lo)
 	}
 	return advised, errors.Join(errs...)
+}
+
+type addrRange struct{ lo, hi uintptr }
+
+// fileOnlyMappings are the read-only mappings of the file exe, in
+// /proc/self/smaps, that hold no anonymous (written) page.
+func fileOnlyMappings(smaps []byte, exe string) []addrRange {
+	var out []addrRange
+	var cur addrRange
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if lo, hi, ok := readOnlyMapping(line, exe); ok {
+			cur, in = addrRange{lo, hi}, true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if f := bytes.Fields(line); len(f) >= 2 && string(f[0]) == "Anonymous:" {
+			if string(f[1]) == "0" {
+				out = append(out, cur)
+			}
+			in = false
+		} else if len(f) > 0 && !bytes.HasSuffix(f[0], []byte(":")) {
+			in = false // another mapping's header: this one said nothing
+		}
+	}
+	return out
 }
 
 // readOnlyMapping parses one line of /proc/self/maps

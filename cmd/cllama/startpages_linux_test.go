@@ -82,3 +82,30 @@ func residentReadOnly(t *testing.T, exe string) int64 {
 	}
 	return total
 }
+
+// A read-only mapping of the executable that holds a written page (a
+// relocated table, as a dynamically linked build has) keeps its pages:
+// dropping them would bring back the file's bytes in their place.
+func TestFileOnlyMappings(t *testing.T) {
+	exe := "/usr/local/bin/cllama"
+	smaps := []byte(`00400000-01343000 r-xp 00000000 08:01 123 /usr/local/bin/cllama
+Size:              15628 kB
+Rss:                2048 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+01343000-0246d000 r--p 00f43000 08:01 123 /usr/local/bin/cllama
+Size:              17576 kB
+Anonymous:             4 kB
+VmFlags: rd mr mw me
+0246d000-02505000 rw-p 0206d000 08:01 123 /usr/local/bin/cllama
+Anonymous:             0 kB
+02505000-0454f000 r--p 00000000 00:00 0
+Anonymous:             0 kB
+0454f000-04550000 r--p 02105000 08:01 123 /usr/local/bin/cllama
+Size:                  4 kB
+`)
+	got := fileOnlyMappings(smaps, exe)
+	if len(got) != 1 || got[0] != (addrRange{0x400000, 0x1343000}) {
+		t.Fatalf("mappings to release: %x", got)
+	}
+}
