@@ -120,6 +120,7 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		return err
 	}
 	defer st.Close()
+	st.opts.Idle = releaseIdlePages
 	srv, err := proxy.New(cfg, st.opts)
 	if err != nil {
 		return err

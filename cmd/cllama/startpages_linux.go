@@ -37,6 +37,18 @@ import (
 // so.
 func releaseStartPages() (int64, error) {
 	debug.FreeOSMemory()
+	return releaseExecutable(true)
+}
+
+// releaseIdlePages takes the executable's pages out of the resident set
+// once traffic has stopped (proxy.Options.Idle): the code requests ran
+// stays in the page cache, so the next request maps it again without
+// reading the disk, and is not paged out.
+func releaseIdlePages() { _, _ = releaseExecutable(false) }
+
+// releaseExecutable advises the executable's read-only mappings that hold
+// only the file's content MADV_DONTNEED, after MADV_PAGEOUT with pageout.
+func releaseExecutable(pageout bool) (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, err
@@ -49,8 +61,10 @@ func releaseStartPages() (int64, error) {
 	var errs []error
 	for _, m := range fileOnlyMappings(smaps, exe) {
 		// The range is not Go memory: it goes to the kernel as numbers.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.lo, m.hi-m.lo, unix.MADV_PAGEOUT); errno != 0 {
-			errs = append(errs, fmt.Errorf("madvise(MADV_PAGEOUT) %s: %w", exe, errno))
+		if pageout {
+			if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.lo, m.hi-m.lo, unix.MADV_PAGEOUT); errno != 0 {
+				errs = append(errs, fmt.Errorf("madvise(MADV_PAGEOUT) %s: %w", exe, errno))
+			}
 		}
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.lo, m.hi-m.lo, unix.MADV_DONTNEED); errno != 0 {
 			errs = append(errs, fmt.Errorf("madvise(MADV_DONTNEED) %s: %w", exe, errno))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,4 +109,48 @@ Size:                  4 kB
 	if len(got) != 1 || got[0] != (addrRange{0x400000, 0x1343000}) {
 		t.Fatalf("mappings to release: %x", got)
 	}
+}
+
+// Once traffic has stopped, the code requests ran leaves the resident set
+// but not the page cache: the next request maps it again without reading
+// the disk.
+func TestReleaseIdlePagesKeepsThePageCache(t *testing.T) {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Skip("needs /proc")
+	}
+	before := residentReadOnly(t, exe)
+	releaseIdlePages()
+	after := residentReadOnly(t, exe)
+	cached := inCore(t, exe)
+	t.Logf("executable's read-only mappings: %d KiB resident before, %d KiB after, %d KiB in the page cache", before>>10, after>>10, cached>>10)
+	if after > before/2 {
+		t.Fatalf("resident pages of the executable: %d KiB before, %d KiB after; want less than half left", before>>10, after>>10)
+	}
+	if cached < before-after {
+		t.Fatalf("the released pages left the page cache: %d KiB released, %d KiB cached", (before-after)>>10, cached>>10)
+	}
+}
+
+// inCore is how much of exe's file-only read-only mappings is in memory
+// (mincore(2): the page cache, whether or not this process maps it).
+func inCore(t *testing.T, exe string) int64 {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip("needs /proc/self/smaps")
+	}
+	page := int64(os.Getpagesize())
+	var total int64
+	for _, m := range fileOnlyMappings(smaps, exe) {
+		n := (int64(m.hi-m.lo) + page - 1) / page
+		vec := make([]byte, n)
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, m.lo, m.hi-m.lo, uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			t.Skipf("mincore: %v", errno)
+		}
+		for _, v := range vec {
+			total += int64(v&1) * page
+		}
+	}
+	return total
 }

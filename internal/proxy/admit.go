@@ -54,6 +54,8 @@ type admission struct {
 	served     bool
 	idleAfter  time.Duration
 	idleTimer  *time.Timer
+	// idle, when set, runs after that trim (Options.Idle).
+	idle func()
 }
 
 const (
@@ -127,6 +129,9 @@ func (a *admission) trimIdle() {
 	a.served, a.peak, a.lastTrim = false, a.bytes, a.now()
 	a.mu.Unlock()
 	a.trim()
+	if a.idle != nil {
+		a.idle()
+	}
 }
 
 // reserve takes n bytes of the body budget.

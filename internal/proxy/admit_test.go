@@ -184,6 +184,8 @@ func TestAdmissionTrimsOnceIdle(t *testing.T) {
 	a.idleAfter = 20 * time.Millisecond
 	trims := make(chan struct{}, 10)
 	a.trim = func() { trims <- struct{}{} }
+	var idles atomic.Int32 // Options.Idle runs with each idle trim
+	a.idle = func() { idles.Add(1) }
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	a.now = func() time.Time { return time.Unix(0, clock.Load()) }
@@ -219,5 +221,12 @@ func TestAdmissionTrimsOnceIdle(t *testing.T) {
 	a.leave("alice")
 	if !trimmed(5 * time.Second) {
 		t.Fatalf("no trim once idle %s after the last", trimEvery)
+	}
+	// Options.Idle runs right after the trim it follows.
+	for deadline := time.Now().Add(5 * time.Second); idles.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := idles.Load(); n != 2 {
+		t.Fatalf("Options.Idle ran %d times for two idle trims", n)
 	}
 }

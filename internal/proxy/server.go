@@ -76,6 +76,11 @@ type Options struct {
 	AgentCheckInterval time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Idle, when set, runs once traffic has stopped (no request in
+	// progress for 10 s, once per idle period), after the heap went back
+	// to the OS: cmd/cllama takes its code pages out of its resident set
+	// then.
+	Idle func()
 }
 
 // AgentHandler serves a request of an authenticated agent.
@@ -138,6 +143,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		fallback:  formats.Fallback(),
 	}
 	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentConcurrency)
+	s.admit.idle = opts.Idle
 	s.noRoute = "cllama serves"
 	for i, f := range s.formats {
 		sep := ","
