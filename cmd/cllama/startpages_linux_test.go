@@ -19,6 +19,7 @@ func TestReleaseStartPages(t *testing.T) {
 	if err != nil {
 		t.Skip("needs /proc")
 	}
+	touchAll(t, exe)
 	before := residentReadOnly(t, exe)
 	advised, err := releaseStartPages()
 	if errors.Is(err, unix.EINVAL) {
@@ -119,13 +120,15 @@ func TestReleaseIdlePagesKeepsThePageCache(t *testing.T) {
 	if err != nil {
 		t.Skip("needs /proc")
 	}
+	touchAll(t, exe) // the whole executable resident, as after much traffic
 	before := residentReadOnly(t, exe)
 	releaseIdlePages()
 	after := residentReadOnly(t, exe)
 	cached := inCore(t, exe)
 	t.Logf("executable's read-only mappings: %d KiB resident before, %d KiB after, %d KiB in the page cache", before>>10, after>>10, cached>>10)
-	if after > before/2 {
-		t.Fatalf("resident pages of the executable: %d KiB before, %d KiB after; want less than half left", before>>10, after>>10)
+	// Code running meanwhile (other tests' goroutines) maps some back.
+	if after > before/4 {
+		t.Fatalf("resident pages of the executable: %d KiB before, %d KiB after; want less than a quarter left", before>>10, after>>10)
 	}
 	if cached < before-after {
 		t.Fatalf("the released pages left the page cache: %d KiB released, %d KiB cached", (before-after)>>10, cached>>10)
@@ -153,4 +156,29 @@ func inCore(t *testing.T, exe string) int64 {
 		}
 	}
 	return total
+}
+
+// touchAll reads every page of exe's file-only read-only mappings, which
+// maps them into this process (through /proc/self/mem: no pointer is made
+// from an address).
+func touchAll(t *testing.T, exe string) {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip("needs /proc/self/smaps")
+	}
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		t.Skipf("needs /proc/self/mem: %v", err)
+	}
+	defer mem.Close()
+	buf := make([]byte, 1<<20)
+	for _, m := range fileOnlyMappings(smaps, exe) {
+		for off := m.lo; off < m.hi; off += uintptr(len(buf)) {
+			n := min(uintptr(len(buf)), m.hi-off)
+			if _, err := mem.ReadAt(buf[:n], int64(off)); err != nil {
+				t.Skipf("reading /proc/self/mem: %v", err)
+			}
+		}
+	}
 }
