@@ -22,12 +22,20 @@ type AssemblyBudget struct {
 
 // Add appends s to sb when it fits the budget.
 func (b *AssemblyBudget) Add(sb *strings.Builder, s string) {
-	if b.Used+len(s) > MaxAssembledBytes {
-		b.Truncated = true
-		return
+	if b.take(len(s)) {
+		sb.WriteString(s)
 	}
-	b.Used += len(s)
-	sb.WriteString(s)
+}
+
+// take counts n more bytes against the budget; false (and Truncated) when
+// they do not fit.
+func (b *AssemblyBudget) take(n int) bool {
+	if b.Used+n > MaxAssembledBytes {
+		b.Truncated = true
+		return false
+	}
+	b.Used += n
+	return true
 }
 
 // AddLiteral appends the text of the JSON string literal lit (quotes
@@ -43,12 +51,9 @@ func (b *AssemblyBudget) AddLiteral(sb *strings.Builder, lit []byte) {
 		b.Add(sb, s)
 		return
 	}
-	if b.Used+len(body) > MaxAssembledBytes {
-		b.Truncated = true
-		return
+	if b.take(len(body)) {
+		sb.Write(body)
 	}
-	b.Used += len(body)
-	sb.Write(body)
 }
 
 // Keep returns s when it fits the budget (counted once: a replaced value

@@ -39,7 +39,13 @@ func fastChunk(data []byte, c *asmChunk) bool {
 			if c.skipMeta { // a string or null, as decoding it would require
 				return v[0] == '"' || v[0] == 'n'
 			}
-			return wire.DecodeString(v, [...]*string{&c.ID, &c.Model, &c.Fingerprint}[k])
+			switch k {
+			case 0:
+				return wire.DecodeString(v, &c.ID)
+			case 1:
+				return wire.DecodeString(v, &c.Model)
+			}
+			return wire.DecodeString(v, &c.Fingerprint)
 		case 3:
 			return wire.DecodeInt64(v, &c.Created)
 		case 4:
