@@ -166,9 +166,10 @@ func TestLargeBodiesSpliced(t *testing.T) {
 
 // encodeLine is the line encodeParts writes, joined.
 func encodeLine(e Entry) ([]byte, error) {
-	parts, err := encodeParts(e)
+	l, err := encodeParts(e)
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Join(parts, nil), nil
+	defer l.release()
+	return bytes.Join(l.parts, nil), nil
 }

@@ -3,27 +3,35 @@ package history
 import (
 	"bytes"
 	"encoding/json"
-	"net"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 )
 
 // appendPlain encodes the common entry (a model exchange without a tool
-// trace or withheld tools, its strings plain ASCII) the way encodeParts's
-// encoding/json path does, byte for byte (the fuzz test holds it to that),
-// without reflection: every answered request writes one. ok is false for
-// any other entry.
-func appendPlain(e *Entry, spliceReq, spliceResp bool) (net.Buffers, bool) {
+// trace or withheld tools, its strings plain ASCII) into l the way
+// encodeParts's encoding/json path does, byte for byte (the fuzz test holds
+// it to that), without reflection: every answered request writes one. It
+// reports false, leaving l's parts unset, for any other entry.
+func appendPlain(l *line, e *Entry, spliceReq, spliceResp bool) bool {
 	if len(e.ToolTrace) > 0 || len(e.PolicyFiltered) > 0 || e.Timestamp.Year() < 0 || e.Timestamp.Year() > 9999 {
-		return nil, false
+		return false
 	}
 	for _, s := range [...]string{e.ID, e.AgentID, e.Pod, e.Format, e.Model, e.Status, e.Error} {
 		if !plainString(s) {
-			return nil, false
+			return false
 		}
 	}
-	b := make([]byte, 0, 512+min(len(e.Request), spliceMin)+min(len(e.Response), spliceMin))
+	b := slices.Grow(l.buf[:0], 512+min(len(e.Request), spliceMin)+min(len(e.Response), spliceMin))
+	// A body spliced in is a part of its own, between the line's bytes
+	// before and after it: where it goes (an offset into b, which may
+	// move as it grows) is noted, and the parts are cut at the end.
+	var cuts [2]struct {
+		at  int
+		raw []byte
+	}
+	n := 0
 	b = append(append(append(b, `{"id":"`...), e.ID...), `","timestamp":"`...)
 	b = e.Timestamp.AppendFormat(b, time.RFC3339Nano)
 	b = append(append(append(b, `","agent_id":"`...), e.AgentID...), '"')
@@ -38,13 +46,12 @@ func appendPlain(e *Entry, spliceReq, spliceResp bool) (net.Buffers, bool) {
 	b = append(append(append(b, `,"status":"`...), e.Status...), '"')
 	b = strconv.AppendInt(append(b, `,"status_code":`...), int64(e.StatusCode), 10)
 	b = strconv.AppendInt(append(b, `,"latency_ms":`...), e.LatencyMS, 10)
-	var parts net.Buffers
 	body := func(key string, raw json.RawMessage, splice bool) bool {
 		b = append(b, key...)
 		switch {
 		case splice && len(raw) >= spliceMin:
-			parts = append(parts, b, bytes.TrimSpace(raw))
-			b = nil
+			cuts[n].at, cuts[n].raw = len(b), bytes.TrimSpace(raw)
+			n++
 		case splice:
 			b = append(b, bytes.TrimSpace(raw)...)
 		case raw == nil:
@@ -60,10 +67,10 @@ func appendPlain(e *Entry, spliceReq, spliceResp bool) (net.Buffers, bool) {
 		return true
 	}
 	if !body(`,"request":`, e.Request, spliceReq) {
-		return nil, false
+		return false
 	}
 	if len(e.Response) > 0 && !body(`,"response":`, e.Response, spliceResp) {
-		return nil, false
+		return false
 	}
 	b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), int64(e.Usage.PromptTokens), 10)
 	b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(e.Usage.CompletionTokens), 10)
@@ -77,7 +84,15 @@ func appendPlain(e *Entry, spliceReq, spliceResp bool) (net.Buffers, bool) {
 	if e.UTF8Replaced != 0 {
 		b = strconv.AppendInt(append(b, `,"utf8_replaced":`...), int64(e.UTF8Replaced), 10)
 	}
-	return append(parts, append(b, "}\n"...)), true
+	b = append(b, "}\n"...)
+	l.buf, l.parts = b, l.arr[:0]
+	from := 0
+	for _, c := range cuts[:n] {
+		l.parts = append(l.parts, b[from:c.at], c.raw)
+		from = c.at
+	}
+	l.parts = append(l.parts, b[from:])
+	return true
 }
 
 // plainString reports whether s encodes as itself between quotes: ASCII

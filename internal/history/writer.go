@@ -263,10 +263,12 @@ func (w *Writer) Append(e Entry) error {
 	if e.Status == "" {
 		e.Status = StatusOK
 	}
-	parts, err := encodeParts(e)
+	l, err := encodeParts(e)
 	if err != nil {
 		return err
 	}
+	defer l.release()
+	parts := l.parts
 	var n int64
 	for _, p := range parts {
 		n += int64(len(p))
@@ -306,7 +308,7 @@ func (w *Writer) Append(e Entry) error {
 // UTF8Replaced), as the slices that make the line, written one
 // after the other: the request and response bodies, most of a line, are
 // the caller's own bytes rather than copies.
-func encodeParts(e Entry) (net.Buffers, error) {
+func encodeParts(e Entry) (*line, error) {
 	e.UTF8Replaced += validUTF8(&e)
 	// No HTML escaping: requests and responses are kept as received, and
 	// escaping every '<', '>' and '&' as \u00XX could grow a line sixfold,
@@ -317,10 +319,44 @@ func encodeParts(e Entry) (net.Buffers, error) {
 	// fast check.
 	req, resp := e.Request, e.Response
 	spliceReq, spliceResp := spliceable(req, e.BodiesValid), spliceable(resp, e.BodiesValid)
-	if parts, ok := appendPlain(&e, spliceReq, spliceResp); ok {
-		return parts, nil
+	l := linePool.Get().(*line)
+	if appendPlain(l, &e, spliceReq, spliceResp) {
+		return l, nil
 	}
-	return reflectParts(e, spliceReq, spliceResp)
+	parts, err := reflectParts(e, spliceReq, spliceResp)
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	l.parts = parts
+	return l, nil
+}
+
+// line is one entry's encoding: the parts one write sends, which are
+// slices of buf (the line's own bytes, reused from one entry to the next)
+// and the bodies spliced in between them.
+type line struct {
+	buf   []byte
+	parts net.Buffers
+	arr   [5][]byte // parts' backing: at most two bodies and three pieces
+}
+
+// linePool holds lines between entries: a line's buffer is most of what
+// recording an exchange allocates.
+var linePool = sync.Pool{New: func() any { return new(line) }}
+
+// maxPooledLine bounds the buffer a pooled line keeps; a longer one (a
+// long body that could not be spliced) is left to the collector.
+const maxPooledLine = 64 << 10
+
+// release returns l to the pool, holding no body.
+func (l *line) release() {
+	if cap(l.buf) > maxPooledLine {
+		l.buf = nil
+	}
+	clear(l.arr[:])
+	l.parts = nil
+	linePool.Put(l)
 }
 
 // reflectParts is encodeParts with encoding/json, for any entry.
