@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -22,7 +23,10 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 	if s.rec == nil {
 		return
 	}
-	e := audit.Event{
+	// fill gets a pooled event: one it could keep would otherwise cost
+	// an allocation per event, two per request.
+	e := eventPool.Get().(*audit.Event)
+	*e = audit.Event{
 		Type:            typ,
 		ClawID:          x.Agent.ID,
 		RequestID:       x.ID,
@@ -37,10 +41,14 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 		e.Sent, e.FirstByte = x.Timing()
 	}
 	if fill != nil {
-		fill(&e)
+		fill(e)
 	}
-	s.rec.Emit(e)
+	s.rec.Emit(*e)
+	*e = audit.Event{}
+	eventPool.Put(e)
 }
+
+var eventPool = sync.Pool{New: func() any { return new(audit.Event) }}
 
 // failExchange answers x with a cllama error and records it.
 func (s *Server) failExchange(w http.ResponseWriter, f wire.Format, x *exchange.Exchange, se *statusError) {
