@@ -232,3 +232,20 @@ func (v *validator) number(i int) (int, bool) {
 	}
 	return i, true
 }
+
+// ValidValue checks the value that starts at b[i] as Valid checks it where
+// it stands: depth is the number of objects and arrays around it (1 for a
+// member of a top-level object). It returns the index just after the
+// value. Decoders that read a document in one pass use it for the values
+// they do not decode.
+func ValidValue(b []byte, i, depth int) (end int, ok bool) {
+	v := validator{b: b}
+	return v.value(i, depth)
+}
+
+// ValidString checks the string that starts at b[i] (a quote) as Valid
+// does, returning the index just after its closing quote.
+func ValidString(b []byte, i int) (end int, ok bool) {
+	v := validator{b: b}
+	return v.str(i)
+}

@@ -47,6 +47,80 @@ func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) boo
 	return whole && ok
 }
 
+// ValidMembers is StructMembers in one pass over a document not yet
+// validated: it checks the object that starts at b[i] (depth objects and
+// arrays deep, counting itself: 1 for a top-level object) as
+// jsontop.Valid would while it walks it. For each member named in known,
+// fn gets the index where its value starts and returns the index just
+// after it, having checked the value itself (jsontop.ValidValue at this
+// depth, or a walk of its own one level deeper); other members are
+// checked and skipped. It returns the index just after the object, and
+// false, as StructMembers does, for what it leaves to encoding/json, and
+// for a document that is not valid, which the caller then checks the
+// slow way.
+func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) (end int, ok bool)) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return i, false
+	}
+	var seen uint64
+	i = jsontop.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, false
+		}
+		end, ok := jsontop.ValidString(b, i)
+		if !ok {
+			return end, false
+		}
+		raw := b[i+1 : end-1]
+		if !PlainKey(raw) {
+			return end, false
+		}
+		i = jsontop.SkipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		start := jsontop.SkipSpace(b, i+1)
+		k := -1
+		for n, name := range known {
+			if string(raw) == name {
+				k = n
+				break
+			}
+			if equalFoldASCII(raw, name) {
+				return start, false
+			}
+		}
+		switch {
+		case k < 0:
+			i, ok = jsontop.ValidValue(b, start, depth)
+		case seen&(1<<k) != 0:
+			return start, false
+		default:
+			seen |= 1 << k
+			i, ok = fn(k, start)
+		}
+		if !ok {
+			return i, false
+		}
+		i = jsontop.SkipSpace(b, i)
+		if i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i = jsontop.SkipSpace(b, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
 // PlainKey reports whether a raw member name (as jsontop passes it) is
 // ASCII without escapes: it decodes to itself.
 func PlainKey(raw []byte) bool {

@@ -11,107 +11,147 @@ import (
 // json.Unmarshal would, reporting false where json.Unmarshal fails. A
 // stream is hundreds of small chunks, each decoded for history; the
 // reflection decoder cost more than the rest of relaying them. The common
-// shapes are read with the byte scanner; anything else (a duplicate or
-// case-variant key, an unexpected type, tool calls) goes to encoding/json.
+// shapes are read in one pass that checks the chunk as it goes;
+// anything else (a duplicate or case-variant key, an unexpected type, tool
+// calls, a chunk that is not valid) goes to encoding/json.
 func decodeChunk(data []byte, c *asmChunk) bool {
+	if end, ok := scanChunk(data, jsontop.SkipSpace(data, 0), c); ok && jsontop.SkipSpace(data, end) == len(data) {
+		return true
+	}
 	if !jsontop.Valid(data) {
 		return false
-	}
-	if fastChunk(data, c) {
-		return true
 	}
 	*c = asmChunk{}
 	return json.Unmarshal(data, c) == nil
 }
 
-// The keys fastChunk and fastChoice read, in wire.StructMembers order.
+// The keys scanChunk and scanChoice read, in wire.ValidMembers order.
 var (
 	chunkKeys  = []string{"id", "model", "system_fingerprint", "created", "usage", "choices"}
 	choiceKeys = []string{"index", "finish_reason", "delta"}
 	deltaKeys  = []string{"role", "content", "refusal", "reasoning_content", "tool_calls"}
 )
 
-// fastChunk decodes a valid chunk; false: leave it to encoding/json.
-func fastChunk(data []byte, c *asmChunk) bool {
-	return wire.StructMembers(data, 0, chunkKeys, func(k int, v []byte) bool {
+// member checks the value at b[start] (depth objects and arrays deep) and
+// returns it.
+func member(b []byte, start, depth int) (v []byte, end int, ok bool) {
+	end, ok = jsontop.ValidValue(b, start, depth)
+	if !ok {
+		return nil, end, false
+	}
+	return b[start:end], end, true
+}
+
+// scanChunk decodes the chunk object at data[i] in one pass; false: leave
+// it to encoding/json.
+func scanChunk(b []byte, i int, c *asmChunk) (int, bool) {
+	return wire.ValidMembers(b, i, 1, chunkKeys, func(k, s int) (int, bool) {
+		if k == 5 { // choices: walked element by element, once
+			return scanChoices(b, s, c)
+		}
+		v, end, ok := member(b, s, 1)
+		if !ok {
+			return end, false
+		}
 		switch k {
 		case 0, 1, 2:
 			if c.skipMeta { // a string or null, as decoding it would require
-				return v[0] == '"' || v[0] == 'n'
+				return end, v[0] == '"' || v[0] == 'n'
 			}
 			switch k {
 			case 0:
-				return wire.DecodeString(v, &c.ID)
+				return end, wire.DecodeString(v, &c.ID)
 			case 1:
-				return wire.DecodeString(v, &c.Model)
+				return end, wire.DecodeString(v, &c.Model)
 			}
-			return wire.DecodeString(v, &c.Fingerprint)
+			return end, wire.DecodeString(v, &c.Fingerprint)
 		case 3:
-			return wire.DecodeInt64(v, &c.Created)
-		case 4:
-			c.Usage = v
-			return true
-		default: // choices
-			if string(v) == "null" {
-				c.Choices = nil
-				return true
-			}
-			if v[0] != '[' {
-				return false
-			}
-			if c.Choices == nil {
-				c.Choices = make([]asmChunkChoice, 0, 1)
-			}
-			c.Choices = c.Choices[:0] // a caller's reused slice
-			// The elements of a valid array, walked without an iterator
-			// (its closure would cost an allocation per chunk).
-			for i := jsontop.SkipSpace(v, 1); v[i] != ']'; {
-				end := jsontop.SkipValue(v, i)
-				c.Choices = append(c.Choices, asmChunkChoice{})
-				if !fastChoice(v[i:end], &c.Choices[len(c.Choices)-1], c.literals) {
-					return false
-				}
-				if i = jsontop.SkipSpace(v, end); v[i] == ',' {
-					i = jsontop.SkipSpace(v, i+1)
-				}
-			}
-			return true
+			return end, wire.DecodeInt64(v, &c.Created)
 		}
+		c.Usage = v // usage: kept as it is
+		return end, true
 	})
 }
 
-func fastChoice(v []byte, ch *asmChunkChoice, literals bool) bool {
-	if v[0] != '{' {
-		return false
+// scanChoices decodes the choices array (or null) at b[s].
+func scanChoices(b []byte, s int, c *asmChunk) (int, bool) {
+	if s >= len(b) {
+		return s, false
 	}
-	return wire.StructMembers(v, 0, choiceKeys, func(k int, v []byte) bool {
+	if b[s] == 'n' {
+		_, end, ok := member(b, s, 1)
+		c.Choices = nil
+		return end, ok
+	}
+	if b[s] != '[' {
+		return s, false
+	}
+	if c.Choices == nil {
+		c.Choices = make([]asmChunkChoice, 0, 1)
+	}
+	c.Choices = c.Choices[:0] // a caller's reused slice
+	i := jsontop.SkipSpace(b, s+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		c.Choices = append(c.Choices, asmChunkChoice{})
+		end, ok := scanChoice(b, i, &c.Choices[len(c.Choices)-1], c.literals)
+		if !ok {
+			return end, false
+		}
+		if i = jsontop.SkipSpace(b, end); i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i = jsontop.SkipSpace(b, i+1)
+		case ']':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// scanChoice decodes one choice object at b[i], an element of choices.
+func scanChoice(b []byte, i int, ch *asmChunkChoice, literals bool) (int, bool) {
+	return wire.ValidMembers(b, i, 3, choiceKeys, func(k, s int) (int, bool) {
+		if k == 2 && s < len(b) && b[s] == '{' { // delta
+			return scanDelta(b, s, &ch.Delta, literals)
+		}
+		v, end, ok := member(b, s, 3)
+		if !ok {
+			return end, false
+		}
 		switch k {
 		case 0:
-			return wire.DecodeInt(v, &ch.Index)
+			return end, wire.DecodeInt(v, &ch.Index)
 		case 1:
-			return wire.DecodeStringPtr(v, &ch.FinishReason)
+			return end, wire.DecodeStringPtr(v, &ch.FinishReason)
 		}
-		// delta
-		if string(v) == "null" {
-			return true
+		return end, v[0] == 'n' // a null delta leaves it as it is
+	})
+}
+
+// scanDelta decodes a choice's delta object at b[i].
+func scanDelta(b []byte, i int, d *asmDelta, literals bool) (int, bool) {
+	return wire.ValidMembers(b, i, 4, deltaKeys, func(k, s int) (int, bool) {
+		v, end, ok := member(b, s, 4)
+		if !ok {
+			return end, false
 		}
-		if v[0] != '{' {
-			return false
+		switch k {
+		case 0:
+			return end, wire.DecodeString(v, &d.Role)
+		case 1:
+			return end, text(v, &d.Content, &d.contentLit, literals)
+		case 2:
+			return end, text(v, &d.Refusal, &d.refusalLit, literals)
+		case 3:
+			return end, text(v, &d.ReasoningContent, &d.reasoningLit, literals)
 		}
-		d := &ch.Delta
-		return wire.StructMembers(v, 0, deltaKeys, func(k int, v []byte) bool {
-			switch k {
-			case 0:
-				return wire.DecodeString(v, &d.Role)
-			case 1:
-				return text(v, &d.Content, &d.contentLit, literals)
-			case 2:
-				return text(v, &d.Refusal, &d.refusalLit, literals)
-			case 3:
-				return text(v, &d.ReasoningContent, &d.reasoningLit, literals)
-			}
-			return false // tool_calls: encoding/json
-		})
+		return end, false // tool_calls: encoding/json
 	})
 }
 

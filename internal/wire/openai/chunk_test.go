@@ -79,10 +79,48 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			decodeChunk(data, &c)
 		}
 	})
+	// As the assembler decodes every chunk after the first: one chunk
+	// reused, the texts kept as literals.
+	b.Run("decodeChunk-assembler", func(b *testing.B) {
+		var c asmChunk
+		for b.Loop() {
+			c = asmChunk{Choices: c.Choices[:0], skipMeta: true, literals: true}
+			decodeChunk(data, &c)
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			var c asmChunk
 			_ = json.Unmarshal(data, &c)
 		}
 	})
+}
+
+// TestDecodeChunkNestingLimit: a member the decoder skips, nested to
+// encoding/json's limit (10000 levels) and one level past it, gets
+// encoding/json's verdict: the one-pass decoder counts the levels around
+// the member.
+func TestDecodeChunkNestingLimit(t *testing.T) {
+	for _, tc := range []struct {
+		around     int // objects and arrays around the member
+		head, tail string
+	}{
+		{4, `{"choices":[{"index":0,"delta":{"content":"a","x":`, `}}]}`},
+		{3, `{"choices":[{"index":0,"x":`, `,"delta":{"content":"a"}}]}`},
+		{1, `{"x":`, `,"choices":[]}`},
+	} {
+		for _, past := range []int{0, 1} {
+			n := 10000 - tc.around + past
+			data := []byte(tc.head + strings.Repeat("[", n) + strings.Repeat("]", n) + tc.tail)
+			want := json.Unmarshal(data, &asmChunk{}) == nil
+			if want != (past == 0) {
+				t.Fatalf("%s…: encoding/json says %v %d levels deep; the test's limit is wrong", tc.head, want, tc.around+n)
+			}
+			for _, c := range []asmChunk{{}, {skipMeta: true, literals: true}} {
+				if got := decodeChunk(data, &c); got != want {
+					t.Errorf("%s… %d levels deep: decodeChunk %v, encoding/json %v", tc.head, tc.around+n, got, want)
+				}
+			}
+		}
+	}
 }
