@@ -174,12 +174,14 @@ type Model struct {
 	Provider string
 }
 
+var usageKey = []byte(`"usage"`)
+
 // UsageMember reads the top-level "usage" member of a response body with
 // read, the format's reader of its usage object; the body is scanned, not
 // decoded (package jsontop).
 func UsageMember(body []byte, read func(raw []byte, u *Usage) bool) (Usage, bool) {
 	var u Usage
-	if !bytes.Contains(body, []byte(`"usage"`)) {
+	if IndexKey(body, usageKey) < 0 {
 		return u, false
 	}
 	raw, _ := jsontop.Find(body, "usage")

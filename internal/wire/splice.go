@@ -57,12 +57,32 @@ func Splice(body []byte, from, to int, ins []byte) []byte {
 	return append(out, body[to:]...)
 }
 
+// IndexKey is bytes.Index for a quoted member name (`"usage"`): it
+// looks for the name and its closing quote, then checks the quote before.
+// A pattern that starts with a quote, JSON's most common byte, keeps
+// bytes.Index on its slow path, stopping at every string; the name's
+// first letter is rare.
+func IndexKey(data, key []byte) int {
+	tail := key[1:]
+	for from := 1; from <= len(data); {
+		i := bytes.Index(data[from:], tail)
+		if i < 0 {
+			return -1
+		}
+		if at := from + i - 1; data[at] == key[0] {
+			return at
+		}
+		from += i + 1
+	}
+	return -1
+}
+
 // HasStringMember reports whether data has key (a quoted member name, e.g.
 // `"stop_reason"`) followed by a string value: a non-null stop or finish
 // reason. It scans bytes and decodes nothing.
 func HasStringMember(data, key []byte) bool {
 	for {
-		i := bytes.Index(data, key)
+		i := IndexKey(data, key)
 		if i < 0 {
 			return false
 		}

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
@@ -101,7 +100,7 @@ func (Format) Usage(body []byte) (wire.Usage, bool) { return wire.UsageMember(bo
 // stream ends with message_stop, or, for providers that close without it,
 // after a message_delta with a stop_reason.
 func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.StreamState {
-	if bytes.Contains(data, usageKey) {
+	if wire.IndexKey(data, usageKey) >= 0 {
 		if msg, ok := jsontop.Find(data, "message"); ok { // message_start
 			raw, _ := jsontop.Find(msg, "usage")
 			st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage

@@ -116,7 +116,7 @@ func (Format) Usage(body []byte) (wire.Usage, bool) { return wire.UsageMember(bo
 // "data: [DONE]", or, for providers that close without it, after a chunk
 // with a finish_reason.
 func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.StreamState {
-	if bytes.Contains(data, usageKey) {
+	if wire.IndexKey(data, usageKey) >= 0 {
 		raw, _ := jsontop.Find(data, "usage")
 		st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage
 	}

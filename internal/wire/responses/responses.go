@@ -156,7 +156,7 @@ func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.
 	case evCompleted, evIncomplete, evFailed:
 		st.Terminal = true
 		resp, _ := jsontop.Find(data, "response")
-		if bytes.Contains(resp, usageKey) {
+		if wire.IndexKey(resp, usageKey) >= 0 {
 			raw, _ := jsontop.Find(resp, "usage")
 			st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage
 		}
