@@ -124,12 +124,26 @@ func (p *parser) fill() error {
 	return nil
 }
 
+// lineEnd returns the index of the first CR or LF in b, or -1: two
+// word-wide scans, where bytes.IndexAny would test one byte at a time.
+func lineEnd(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	before := b
+	if lf >= 0 {
+		before = b[:lf]
+	}
+	if cr := bytes.IndexByte(before, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
+}
+
 // line returns the next line (without its terminator). ok is false at EOF
 // with no complete line left.
 func (p *parser) line() (line []byte, err error) {
 	for {
 		rest := p.buf[p.pos:]
-		if i := bytes.IndexAny(rest, "\r\n"); i >= 0 {
+		if i := lineEnd(rest); i >= 0 {
 			if rest[i] == '\r' && i+1 == len(rest) && !p.eof {
 				// CR at the end of the data read so far: it may be
 				// the first half of CRLF. Read on before deciding.

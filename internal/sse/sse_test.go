@@ -253,3 +253,15 @@ func TestEventSurvivesBreak(t *testing.T) {
 		t.Fatalf("kept event changed: %q %q", last.Data, last.Raw)
 	}
 }
+
+// FuzzLineEnd holds lineEnd to bytes.IndexAny.
+func FuzzLineEnd(f *testing.F) {
+	for _, s := range []string{"", "a", "data: x\n", "a\rb\n", "a\nb\r", "\r\n", strings.Repeat("x", 100) + "\r"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := lineEnd(b), bytes.IndexAny(b, "\r\n"); got != want {
+			t.Fatalf("lineEnd(%q) = %d, bytes.IndexAny %d", b, got, want)
+		}
+	})
+}
