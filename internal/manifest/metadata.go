@@ -3,7 +3,6 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -22,13 +21,24 @@ type Metadata struct {
 	Models []string `json:"models,omitempty"`
 }
 
-// agentIDPattern is the strict charset an agent id must match before it is
-// used as a path element. It rules out separators, dots-only names and
-// anything a shell or filesystem could interpret.
-var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
-// ValidAgentID reports whether id is safe to use as a directory name.
-func ValidAgentID(id string) bool { return agentIDPattern.MatchString(id) }
+// ValidAgentID reports whether id is safe to use as a directory name: it
+// matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$, the strict charset an agent
+// id must match before it is used as a path element, which rules out
+// separators, dots-only names and anything a shell or filesystem could
+// interpret. Every request checks one, so it is a loop, not a regexp
+// (the fuzz test holds it to the pattern).
+func ValidAgentID(id string) bool {
+	if len(id) == 0 || len(id) > 128 || id[0] == '_' || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // SplitToken splits "<agent-id>:<secret>". ok is false when either part is
 // empty or the agent id fails ValidAgentID.
