@@ -163,3 +163,47 @@ func sampleValue(m *dto.Metric) float64 {
 	}
 	return 0
 }
+
+// TestCollectorTarget: the binary runs its collector at GOGC=200 unless
+// GOGC says otherwise, as the Go runtime reports it on /metrics.
+func TestCollectorTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := buildCllama(ctx, t, dir)
+	for _, tc := range []struct{ env, want string }{{"GOGC=", "200"}, {"GOGC=50", "50"}} {
+		p := startCllama(ctx, t, bin, tc.env, "CLLAMA_METRICS_ADDR=127.0.0.1:0", "CLAW_CONTEXT_ROOT="+dir)
+		var metricsURL string
+		for deadline := time.Now().Add(5 * time.Second); metricsURL == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, line := range strings.Split(p.stderrNow(), "\n") {
+				if rest, ok := strings.CutPrefix(line, "cllama: metrics on "); ok {
+					metricsURL = strings.TrimSpace(rest)
+				}
+			}
+		}
+		if metricsURL == "" {
+			t.Fatalf("%s: no metrics listener announced", tc.env)
+		}
+		res, err := http.Get(metricsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if !strings.Contains(string(raw), "\ngo_gc_gogc_percent "+tc.want+"\n") {
+			t.Errorf("%s: want go_gc_gogc_percent %s in:\n%s", tc.env, tc.want, grepLines(string(raw), "go_gc_gogc"))
+		}
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

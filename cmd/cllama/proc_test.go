@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -28,9 +29,18 @@ type cllamaProc struct {
 	cmd  *exec.Cmd
 	addr string
 	// stderr is what it wrote after its listening line, until it closed
-	// stderr: complete once done is closed.
+	// stderr: complete once done is closed (mu guards it until then).
+	mu     sync.Mutex
 	stderr strings.Builder
 	done   chan struct{}
+}
+
+// stderrNow is what the process has written to stderr so far, after its
+// listening line.
+func (p *cllamaProc) stderrNow() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
 }
 
 // startCllama starts bin with env added to this process's environment and
@@ -59,7 +69,9 @@ func startCllama(ctx context.Context, t testing.TB, bin string, env ...string) *
 	}
 	go func() {
 		for lines.Scan() {
+			p.mu.Lock()
 			p.stderr.WriteString(lines.Text() + "\n")
+			p.mu.Unlock()
 		}
 		close(p.done)
 	}()
