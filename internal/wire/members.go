@@ -47,22 +47,19 @@ func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) boo
 	return whole && ok
 }
 
-// ValidMembers is StructMembers in one pass over a document not yet
-// validated: it checks the object that starts at b[i] (depth objects and
-// arrays deep, counting itself: 1 for a top-level object) as
-// jsontop.Valid would while it walks it. For each member named in known,
-// fn gets the index where its value starts and returns the index just
-// after it, having checked the value itself (jsontop.ValidValue at this
-// depth, or a walk of its own one level deeper); other members are
-// checked and skipped. It returns the index just after the object, and
-// false, as StructMembers does, for what it leaves to encoding/json, and
-// for a document that is not valid, which the caller then checks the
-// slow way.
-func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) (end int, ok bool)) (int, bool) {
+// ValidObject walks the object that starts at b[i] (depth objects and
+// arrays deep, counting itself: 1 for a top-level object) and checks it as
+// jsontop.Valid would while it goes, for decoders that read a document in
+// one pass. For each member it calls fn with the member's raw key (as
+// jsontop.Object passes it; checked) and the index where its value
+// starts; fn returns the index just after the value, having checked it
+// itself (jsontop.ValidValue at this depth, or a walk of its own one level
+// deeper), or false to stop. It returns the index just after the object,
+// and false where b[i:] does not start with a valid object or fn stopped.
+func ValidObject(b []byte, i, depth int, fn func(key []byte, start int) (end int, ok bool)) (int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return i, false
 	}
-	var seen uint64
 	i = jsontop.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
@@ -75,39 +72,14 @@ func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) 
 		if !ok {
 			return end, false
 		}
-		raw := b[i+1 : end-1]
-		if !PlainKey(raw) {
-			return end, false
-		}
-		i = jsontop.SkipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
+		key := b[i+1 : end-1]
+		if i = jsontop.SkipSpace(b, end); i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		start := jsontop.SkipSpace(b, i+1)
-		k := -1
-		for n, name := range known {
-			if string(raw) == name {
-				k = n
-				break
-			}
-			if equalFoldASCII(raw, name) {
-				return start, false
-			}
-		}
-		switch {
-		case k < 0:
-			i, ok = jsontop.ValidValue(b, start, depth)
-		case seen&(1<<k) != 0:
-			return start, false
-		default:
-			seen |= 1 << k
-			i, ok = fn(k, start)
-		}
-		if !ok {
+		if i, ok = fn(key, jsontop.SkipSpace(b, i+1)); !ok {
 			return i, false
 		}
-		i = jsontop.SkipSpace(b, i)
-		if i >= len(b) {
+		if i = jsontop.SkipSpace(b, i); i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
@@ -119,6 +91,35 @@ func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) 
 			return i, false
 		}
 	}
+}
+
+// ValidMembers is StructMembers in one pass over a document not yet
+// checked (ValidObject): for each member named in known, fn gets the index
+// where its value starts and returns the index just after it, having
+// checked it; other members are checked and skipped. It returns the index
+// just after the object, and false, as StructMembers does, for what it
+// leaves to encoding/json, and for a document that is not valid, which
+// the caller then checks the slow way.
+func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) (end int, ok bool)) (int, bool) {
+	var seen uint64
+	return ValidObject(b, i, depth, func(raw []byte, start int) (int, bool) {
+		if !PlainKey(raw) {
+			return start, false
+		}
+		for k, name := range known {
+			if string(raw) == name {
+				if seen&(1<<k) != 0 {
+					return start, false
+				}
+				seen |= 1 << k
+				return fn(k, start)
+			}
+			if equalFoldASCII(raw, name) {
+				return start, false
+			}
+		}
+		return jsontop.ValidValue(b, start, depth)
+	})
 }
 
 // PlainKey reports whether a raw member name (as jsontop passes it) is

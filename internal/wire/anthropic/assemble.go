@@ -38,7 +38,7 @@ type asmEvent struct {
 }
 
 func (a *assembler) Observe(_ string, data []byte) {
-	if data[0] != '{' || !jsontop.Valid(data) {
+	if data[0] != '{' {
 		return
 	}
 	switch d, res := fastEvent(data); res {
@@ -46,6 +46,9 @@ func (a *assembler) Observe(_ string, data []byte) {
 		a.blockDelta(d)
 		return
 	case isOther:
+		return
+	}
+	if !jsontop.Valid(data) {
 		return
 	}
 	var e asmEvent
@@ -103,15 +106,23 @@ func (a *assembler) blockDelta(d blockDelta) {
 	if b == nil {
 		return
 	}
+	var sb *strings.Builder
 	switch d.Kind {
 	case "text_delta":
-		a.Add(&b.text, d.Text)
+		sb = &b.text
 	case "input_json_delta":
-		a.Add(&b.json, d.Text)
+		sb = &b.json
 	case "thinking_delta":
-		a.Add(&b.thinking, d.Text)
+		sb = &b.thinking
 	case "signature_delta":
-		a.Add(&b.signature, d.Text)
+		sb = &b.signature
+	default:
+		return
+	}
+	if d.Lit != nil {
+		a.AddLiteral(sb, d.Lit)
+	} else {
+		a.Add(sb, d.Text)
 	}
 }
 

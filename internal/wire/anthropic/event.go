@@ -12,6 +12,9 @@ type blockDelta struct {
 	Index int
 	Kind  string
 	Text  string
+	// Lit, from the fast path, is the text as its JSON string literal, in
+	// place of Text: the assembler appends it without a string between.
+	Lit []byte
 }
 
 // deltaMember is the member of a delta of type kind that carries its text.
@@ -45,29 +48,39 @@ const (
 // asmEventKeys are asmEvent's members, in the order fastEvent numbers them.
 var asmEventKeys = []string{"type", "index", "delta", "message", "content_block", "usage"}
 
-// fastEvent reads a valid event (jsontop.Valid) with the byte scanner as
-// Observe would through json.Unmarshal into asmEvent: a text delta, an
-// event that changes nothing, or fallBack for the rest (the events that
-// start a message or block or end it, which come once per stream or
-// block, and any unusual shape). A stream is hundreds of deltas, and the
-// reflection decoder cost more than relaying them.
+// fastEvent reads an event with the byte scanner, in one pass that
+// checks it as jsontop.Valid would, as Observe would through json.Unmarshal
+// into asmEvent: a text delta, an event that changes nothing, or fallBack
+// for the rest (the events that start a message or block or end it, which
+// come once per stream or block, any unusual shape, and an event that is
+// not valid JSON). A stream is hundreds of deltas, and the reflection
+// decoder cost more than relaying them.
 func fastEvent(data []byte) (d blockDelta, res fastResult) {
-	var typ, delta []byte
-	ok := wire.StructMembers(data, 0, asmEventKeys, func(k int, v []byte) bool {
+	var typ []byte
+	var dm deltaMembers
+	hasDelta := false
+	end, ok := wire.ValidMembers(data, 0, 1, asmEventKeys, func(k, s int) (int, bool) {
+		if k == 2 && s < len(data) && data[s] == '{' { // delta: walked once
+			hasDelta = true
+			return dm.scan(data, s)
+		}
+		end, ok := jsontop.ValidValue(data, s, 1)
+		if !ok {
+			return end, false
+		}
+		v := data[s:end]
 		switch k {
 		case 0: // type
 			typ = v
-			return v[0] == '"' || v[0] == 'n'
+			return end, v[0] == '"' || v[0] == 'n'
 		case 1: // index
-			return wire.DecodeInt(v, &d.Index)
-		case 2: // delta
-			delta = v
+			return end, wire.DecodeInt(v, &d.Index)
 		}
-		// delta, message, content_block and usage decode into maps:
-		// an object or null.
-		return v[0] == '{' || v[0] == 'n'
+		// delta (null here), message, content_block and usage decode
+		// into maps: an object or null.
+		return end, v[0] == '{' || v[0] == 'n'
 	})
-	if !ok {
+	if !ok || jsontop.SkipSpace(data, end) != len(data) {
 		return blockDelta{}, fallBack
 	}
 	switch t := stringOrEmpty(typ); t {
@@ -77,47 +90,57 @@ func fastEvent(data []byte) (d blockDelta, res fastResult) {
 	default:
 		return blockDelta{}, isOther
 	}
-	if len(delta) == 0 || delta[0] != '{' {
+	if !hasDelta {
 		return d, isDelta // no delta: no type, nothing kept
 	}
-	// The delta is decoded into a map: every key counts, exactly as
-	// written, and the last of a repeated key wins.
-	var kind, text, partial, thinking, signature []byte
-	plain := true
-	jsontop.Object(delta, 0, func(raw []byte, start, end int) bool {
-		if plain = wire.PlainKey(raw); !plain {
-			return false
-		}
-		v := delta[start:end]
-		switch string(raw) {
-		case "type":
-			kind = v
-		case "text":
-			text = v
-		case "partial_json":
-			partial = v
-		case "thinking":
-			thinking = v
-		case "signature":
-			signature = v
-		}
-		return true
-	})
-	if !plain {
-		return blockDelta{}, fallBack
-	}
-	d.Kind = stringOrEmpty(kind)
+	d.Kind = stringOrEmpty(dm.kind)
+	var lit []byte
 	switch deltaMember(d.Kind) {
 	case "text":
-		d.Text = stringOrEmpty(text)
+		lit = dm.text
 	case "partial_json":
-		d.Text = stringOrEmpty(partial)
+		lit = dm.partial
 	case "thinking":
-		d.Text = stringOrEmpty(thinking)
+		lit = dm.thinking
 	case "signature":
-		d.Text = stringOrEmpty(signature)
+		lit = dm.signature
+	}
+	if len(lit) > 0 && lit[0] == '"' { // any other value reads as ""
+		d.Lit = lit
 	}
 	return d, isDelta
+}
+
+// deltaMembers are the members of a delta the assembler reads.
+type deltaMembers struct{ kind, text, partial, thinking, signature []byte }
+
+// scan reads the delta object at b[i]. It is decoded into a map: every key
+// counts, exactly as written, and the last of a repeated key wins; a key
+// that is escaped or not ASCII leaves the event to encoding/json.
+func (dm *deltaMembers) scan(b []byte, i int) (int, bool) {
+	return wire.ValidObject(b, i, 2, func(raw []byte, s int) (int, bool) {
+		if !wire.PlainKey(raw) {
+			return s, false
+		}
+		end, ok := jsontop.ValidValue(b, s, 2)
+		if !ok {
+			return end, false
+		}
+		v := b[s:end]
+		switch string(raw) {
+		case "type":
+			dm.kind = v
+		case "text":
+			dm.text = v
+		case "partial_json":
+			dm.partial = v
+		case "thinking":
+			dm.thinking = v
+		case "signature":
+			dm.signature = v
+		}
+		return end, true
+	})
 }
 
 // stringOrEmpty is a valid value decoded into a string as the assembler

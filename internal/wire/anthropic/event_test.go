@@ -2,9 +2,11 @@ package anthropic
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // refEvent is what Observe makes of an event through encoding/json.
@@ -23,8 +25,8 @@ func refEvent(data []byte) (blockDelta, fastResult) {
 }
 
 // FuzzFastEvent holds the stream event scanner to encoding/json: where it
-// does not leave an event to encoding/json, it comes to the same verdict
-// and the same delta.
+// does not leave an event to encoding/json, the event is valid JSON and it
+// comes to the same verdict and the same delta.
 func FuzzFastEvent(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hé\n"}}`,
@@ -48,21 +50,37 @@ func FuzzFastEvent(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) == 0 || data[0] != '{' || !jsontop.Valid(data) {
-			if len(data) > 0 && data[0] == '{' && json.Valid(data) {
-				t.Fatalf("%q: jsontop.Valid refuses what encoding/json accepts", data)
-			}
+		if len(data) == 0 || data[0] != '{' {
 			return
+		}
+		if jsontop.Valid(data) != json.Valid(data) {
+			t.Fatalf("%q: jsontop.Valid %v, encoding/json %v", data, !json.Valid(data), json.Valid(data))
 		}
 		got, res := fastEvent(data)
 		if res == fallBack {
 			return
 		}
+		// fastEvent checks the event as it reads it: it decides only
+		// on valid JSON.
+		if !json.Valid(data) {
+			t.Fatalf("%q: fastEvent decided %d on an event that is not JSON", data, res)
+		}
 		want, wantRes := refEvent(data)
-		if res != wantRes || got != want {
+		if res != wantRes || got.Index != want.Index || got.Kind != want.Kind || deltaText(got) != want.Text {
 			t.Fatalf("%q:\n got %+v (%d)\nwant %+v (%d)", data, got, res, want, wantRes)
 		}
 	})
+}
+
+// deltaText is the text the assembler appends for d.
+func deltaText(d blockDelta) string {
+	if d.Lit == nil {
+		return d.Text
+	}
+	var sb strings.Builder
+	var budget wire.AssemblyBudget
+	budget.AddLiteral(&sb, d.Lit)
+	return sb.String()
 }
 
 // The events a stream is made of take the fast path.
@@ -78,6 +96,23 @@ func TestFastEventTakesCommonEvents(t *testing.T) {
 		}
 		if res != want {
 			t.Errorf("%s: %d, want %d", e.Data, res, want)
+		}
+	}
+}
+
+// Events that are not valid JSON take no fast path, wherever the fault is.
+func TestFastEventChecksWhatItReads(t *testing.T) {
+	for _, s := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}} x`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a",}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","x":[1,]}}`,
+		`{"type":"content_block_delta","index":0,"extra":tru,"delta":{"type":"text_delta","text":"a"}}`,
+		`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"a"}}`,
+		`{"type":"ping","x":"` + "\x01" + `"}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\q"}}`,
+	} {
+		if _, res := fastEvent([]byte(s)); res != fallBack {
+			t.Errorf("%q: %d, want fallBack (not JSON)", s, res)
 		}
 	}
 }
