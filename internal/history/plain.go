@@ -9,13 +9,13 @@ import (
 	"unicode/utf8"
 )
 
-// appendPlain encodes the common entry (a model exchange without a tool
-// trace or withheld tools, its strings plain ASCII) into l the way
+// appendPlain encodes the common entry (a model exchange, with or without
+// a tool trace, no withheld tools, its strings plain ASCII) into l the way
 // encodeParts's encoding/json path does, byte for byte (the fuzz test holds
 // it to that), without reflection: every answered request writes one. It
 // reports false, leaving l's parts unset, for any other entry.
 func appendPlain(l *line, e *Entry, spliceReq, spliceResp bool) bool {
-	if len(e.ToolTrace) > 0 || len(e.PolicyFiltered) > 0 || e.Timestamp.Year() < 0 || e.Timestamp.Year() > 9999 {
+	if len(e.PolicyFiltered) > 0 || e.Timestamp.Year() < 0 || e.Timestamp.Year() > 9999 {
 		return false
 	}
 	for _, s := range [...]string{e.ID, e.AgentID, e.Pod, e.Format, e.Model, e.Status, e.Error} {
@@ -54,15 +54,11 @@ func appendPlain(l *line, e *Entry, spliceReq, spliceResp bool) bool {
 			n++
 		case splice:
 			b = append(b, bytes.TrimSpace(raw)...)
-		case raw == nil:
-			b = append(b, "null"...)
 		default:
-			// What encoding/json does with a RawMessage: compact it.
-			var out bytes.Buffer
-			if json.Compact(&out, raw) != nil {
+			var ok bool
+			if b, ok = appendRaw(b, raw); !ok {
 				return false
 			}
-			b = append(b, out.Bytes()...)
 		}
 		return true
 	}
@@ -72,12 +68,13 @@ func appendPlain(l *line, e *Entry, spliceReq, spliceResp bool) bool {
 	if len(e.Response) > 0 && !body(`,"response":`, e.Response, spliceResp) {
 		return false
 	}
-	b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), int64(e.Usage.PromptTokens), 10)
-	b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(e.Usage.CompletionTokens), 10)
-	if e.Usage.TotalRounds != 0 {
-		b = strconv.AppendInt(append(b, `,"total_rounds":`...), int64(e.Usage.TotalRounds), 10)
+	b = appendUsage(append(b, `,"usage":`...), e.Usage)
+	if len(e.ToolTrace) > 0 {
+		var ok bool
+		if b, ok = appendTrace(append(b, `,"tool_trace":`...), e.ToolTrace); !ok {
+			return false
+		}
 	}
-	b = append(b, '}')
 	if e.Error != "" {
 		b = append(append(append(b, `,"error":"`...), e.Error...), '"')
 	}
@@ -93,6 +90,96 @@ func appendPlain(l *line, e *Entry, spliceReq, spliceResp bool) bool {
 	}
 	l.parts = append(l.parts, b[from:])
 	return true
+}
+
+// appendUsage appends u as encoding/json encodes a Usage.
+func appendUsage(b []byte, u Usage) []byte {
+	b = strconv.AppendInt(append(b, `{"prompt_tokens":`...), int64(u.PromptTokens), 10)
+	b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(u.CompletionTokens), 10)
+	if u.TotalRounds != 0 {
+		b = strconv.AppendInt(append(b, `,"total_rounds":`...), int64(u.TotalRounds), 10)
+	}
+	return append(b, '}')
+}
+
+// appendRaw appends raw as encoding/json encodes a RawMessage: null for
+// nil, else compacted; false where encoding/json would fail (raw is not
+// JSON).
+func appendRaw(b []byte, raw json.RawMessage) ([]byte, bool) {
+	if raw == nil {
+		return append(b, "null"...), true
+	}
+	out := bytes.NewBuffer(b)
+	if json.Compact(out, raw) != nil {
+		return b, false
+	}
+	return out.Bytes(), true
+}
+
+// appendTrace appends a tool trace as encoding/json encodes it; false for
+// a call whose strings are not plain or whose JSON is not valid.
+func appendTrace(b []byte, trace []Round) ([]byte, bool) {
+	var ok bool
+	b = append(b, '[')
+	for i, r := range trace {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(append(b, `{"round":`...), int64(r.Round), 10)
+		b = append(b, `,"tool_calls":`...)
+		if r.ToolCalls == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for j := range r.ToolCalls {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendToolCall(b, &r.ToolCalls[j]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+		b = append(appendUsage(append(b, `,"round_usage":`...), r.RoundUsage), '}')
+	}
+	return append(b, ']'), true
+}
+
+// appendToolCall appends one call of a tool trace as encoding/json
+// encodes a ToolCall.
+func appendToolCall(b []byte, c *ToolCall) ([]byte, bool) {
+	if !plainString(c.Name) || !plainString(c.Service) || !plainString(c.Mode) {
+		return b, false
+	}
+	var ok bool
+	b = append(append(append(b, `{"name":"`...), c.Name...), `","arguments":`...)
+	if b, ok = appendRaw(b, c.Arguments); !ok {
+		return b, false
+	}
+	if len(c.ModelArguments) > 0 {
+		if b, ok = appendRaw(append(b, `,"model_arguments":`...), c.ModelArguments); !ok {
+			return b, false
+		}
+	}
+	if b, ok = appendRaw(append(b, `,"result":`...), c.Result); !ok {
+		return b, false
+	}
+	if c.StartMS != nil {
+		b = strconv.AppendInt(append(b, `,"start_ms":`...), *c.StartMS, 10)
+	}
+	b = strconv.AppendInt(append(b, `,"latency_ms":`...), c.LatencyMS, 10)
+	b = append(append(append(b, `,"service":"`...), c.Service...), '"')
+	if c.Mode != "" {
+		b = append(append(append(b, `,"mode":"`...), c.Mode...), '"')
+	}
+	if c.DuplicateOfRound != 0 {
+		b = strconv.AppendInt(append(b, `,"duplicate_of_round":`...), int64(c.DuplicateOfRound), 10)
+	}
+	if c.DuplicateCount != 0 {
+		b = strconv.AppendInt(append(b, `,"duplicate_count":`...), int64(c.DuplicateCount), 10)
+	}
+	return append(b, '}'), true
 }
 
 // plainString reports whether s encodes as itself between quotes: ASCII
