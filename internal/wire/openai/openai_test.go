@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -173,7 +174,7 @@ func single(t testing.TB) func([]json.RawMessage, error) json.RawMessage {
 
 // After hidden rounds the runner gets the provider's last answer as the
 // provider wrote it (member order, escapes, extension members), with only
-// usage summed over the turn.
+// usage's counts summed over the turn, in place.
 func TestFinalBodyKeepsTheProviderBytes(t *testing.T) {
 	f := New()
 	body := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a <b> & c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"x_vendor":true},"system_fingerprint":"fp"}`
@@ -185,8 +186,44 @@ func TestFinalBodyKeepsTheProviderBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a <b> & c"},"finish_reason":"stop"}],"usage":{"completion_tokens":3,"prompt_tokens":12,"total_tokens":15,"x_vendor":true},"system_fingerprint":"fp"}`
+	want := `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a <b> & c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"x_vendor":true},"system_fingerprint":"fp"}`
 	if string(out) != want {
 		t.Fatalf("final body:\n%s\nwant\n%s", out, want)
 	}
+}
+
+// FuzzUsageInPlace holds the in-place usage edit to the encoded one: where
+// it edits, the result is JSON with the same members and values.
+func FuzzUsageInPlace(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}`,
+		`{"completion_tokens":1,"x":{"a":[1,2]},"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":0}}`,
+		`{"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":1}}`,
+		`{"prompt_tokens_details":7}`, `{}`, `{"prompt_tokens":1,"prompt_tokens":2}`, `{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}`,
+		`{"prompt_tokens\u005fdetails":{"cached\u005ftokens":3}, "total_tokens" : 0 }`, `null`, `[]`,
+	} {
+		f.Add([]byte(s), 3, 4, 1, 0)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, in, out, cached, reasoning int) {
+		if !json.Valid(raw) {
+			return
+		}
+		total := wire.Usage{Input: in, Output: out, CachedInput: cached, Reasoning: reasoning}
+		got, ok := usageInPlace(raw, total)
+		if !ok {
+			return
+		}
+		want, err := usageEncoded(raw, true, total)
+		if err != nil {
+			t.Fatalf("%s: the encoded path fails (%v) where the edit did not", raw, err)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: edited usage is not JSON: %s", raw, got)
+		}
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s:\nedited  %s\nencoded %s", raw, got, want)
+		}
+	})
 }

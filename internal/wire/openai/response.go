@@ -3,7 +3,9 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
@@ -178,8 +180,27 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	usage := map[string]json.RawMessage{}
 	if raw, ok := v.top["usage"]; ok {
+		if u, ok := usageInPlace(raw, total); ok {
+			return wire.WithUsage(v.raw, v.top, u)
+		}
+	}
+	// No usage object to edit (absent, null, another type, a count
+	// named twice): one is encoded.
+	raw, present := v.top["usage"]
+	u, err := usageEncoded(raw, present, total)
+	if err != nil {
+		return nil, err
+	}
+	return wire.WithUsage(v.raw, v.top, u)
+}
+
+// usageEncoded is the usage object FinalBody gives where it cannot edit
+// the provider's: the provider's members (when raw is an object) with the
+// counts set to total's, encoded with its keys sorted.
+func usageEncoded(raw json.RawMessage, present bool, total wire.Usage) ([]byte, error) {
+	usage := map[string]json.RawMessage{}
+	if present {
 		_ = json.Unmarshal(raw, &usage)
 		if usage == nil {
 			usage = map[string]json.RawMessage{}
@@ -191,11 +212,57 @@ func (Format) FinalBody(resp *wire.Response, total wire.Usage) ([]byte, error) {
 	// The details are summed like the totals they break down.
 	setDetail(usage, "prompt_tokens_details", "cached_tokens", total.CachedInput)
 	setDetail(usage, "completion_tokens_details", "reasoning_tokens", total.Reasoning)
-	raw, err := json.Marshal(usage)
-	if err != nil {
-		return nil, err
+	return json.Marshal(usage)
+}
+
+// usageInPlace returns the provider's usage object raw with its counts set
+// to total's, each in place (the provider's member order, and every other
+// byte, kept; an absent count is added at the end), as usageEncoded sets
+// them. ok is false where raw is not an object or names a count
+// or a details object more than once.
+func usageInPlace(raw []byte, total wire.Usage) ([]byte, bool) {
+	out := raw
+	var ok bool
+	for _, c := range [...]struct {
+		key string
+		n   int
+	}{{"prompt_tokens", total.Input}, {"completion_tokens", total.Output}, {"total_tokens", total.Input + total.Output}} {
+		if out, ok = wire.WithMember(out, c.key, strconv.AppendInt(nil, int64(c.n), 10)); !ok {
+			return nil, false
+		}
 	}
-	return wire.WithUsage(v.raw, v.top, raw)
+	if out, ok = detailInPlace(out, "prompt_tokens_details", "cached_tokens", total.CachedInput); !ok {
+		return nil, false
+	}
+	return detailInPlace(out, "completion_tokens_details", "reasoning_tokens", total.Reasoning)
+}
+
+// detailInPlace is setDetail on the usage object's bytes.
+func detailInPlace(usage []byte, obj, key string, n int) ([]byte, bool) {
+	var d []byte
+	count := 0
+	jsontop.Walk(usage, func(k []byte, start, end int) bool {
+		if jsontop.KeyEquals(k, obj) {
+			d, count = usage[start:end], count+1
+		}
+		return true
+	})
+	switch {
+	case count > 1:
+		return nil, false
+	case count == 0 || string(d) == "null":
+		if n == 0 {
+			return usage, true
+		}
+		d = []byte("{}")
+	case d[0] != '{':
+		return usage, true // not an object: left as the provider wrote it
+	}
+	d, ok := wire.WithMember(d, key, strconv.AppendInt(nil, int64(n), 10))
+	if !ok {
+		return nil, false
+	}
+	return wire.WithMember(usage, obj, d)
 }
 
 // setDetail sets usage[obj][key] to n, keeping the object's other members;
