@@ -47,24 +47,20 @@ func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) boo
 	return whole && ok
 }
 
-// ValidObject walks the object that starts at b[i] (depth objects and
-// arrays deep, counting itself: 1 for a top-level object) and checks it as
+// ValidObject walks the object that starts at b[i] and checks it as
 // jsontop.Valid would while it goes, for decoders that read a document in
 // one pass. For each member it calls fn with the member's raw key (as
 // jsontop.Object passes it; checked) and the index where its value
 // starts; fn returns the index just after the value, having checked it
-// itself (jsontop.ValidValue at this depth, or a walk of its own one level
-// deeper), or false to stop. It returns the index just after the object,
-// and false where b[i:] does not start with a valid object or fn stopped.
-func ValidObject(b []byte, i, depth int, fn func(key []byte, start int) (end int, ok bool)) (int, bool) {
+// itself (jsontop.ValidValue at the object's depth, or a walk of its own
+// one level deeper), or false to stop. It returns the index just after
+// the object, and false where b[i:] does not start with a valid object or
+// fn stopped.
+func ValidObject(b []byte, i int, fn func(key []byte, start int) (end int, ok bool)) (int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return i, false
 	}
-	i = jsontop.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
-	for {
+	return validList(b, i, '}', func(i int) (int, bool) {
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
@@ -76,7 +72,30 @@ func ValidObject(b []byte, i, depth int, fn func(key []byte, start int) (end int
 		if i = jsontop.SkipSpace(b, end); i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		if i, ok = fn(key, jsontop.SkipSpace(b, i+1)); !ok {
+		return fn(key, jsontop.SkipSpace(b, i+1))
+	})
+}
+
+// ValidArray is ValidObject for the array that starts at b[i]: fn gets
+// the index where each element starts.
+func ValidArray(b []byte, i int, fn func(start int) (end int, ok bool)) (int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return i, false
+	}
+	return validList(b, i, ']', fn)
+}
+
+// validList walks the items of the object or array whose opening bracket
+// is b[i], up to its closing one: item reads one (a member, an element)
+// and returns the index after it.
+func validList(b []byte, i int, closing byte, item func(i int) (int, bool)) (int, bool) {
+	i = jsontop.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == closing {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = item(i); !ok {
 			return i, false
 		}
 		if i = jsontop.SkipSpace(b, i); i >= len(b) {
@@ -85,7 +104,7 @@ func ValidObject(b []byte, i, depth int, fn func(key []byte, start int) (end int
 		switch b[i] {
 		case ',':
 			i = jsontop.SkipSpace(b, i+1)
-		case '}':
+		case closing:
 			return i + 1, true
 		default:
 			return i, false
@@ -102,7 +121,7 @@ func ValidObject(b []byte, i, depth int, fn func(key []byte, start int) (end int
 // the caller then checks the slow way.
 func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) (end int, ok bool)) (int, bool) {
 	var seen uint64
-	return ValidObject(b, i, depth, func(raw []byte, start int) (int, bool) {
+	return ValidObject(b, i, func(raw []byte, start int) (int, bool) {
 		if !PlainKey(raw) {
 			return start, false
 		}

@@ -118,7 +118,7 @@ type deltaMembers struct{ kind, text, partial, thinking, signature []byte }
 // counts, exactly as written, and the last of a repeated key wins; a key
 // that is escaped or not ASCII leaves the event to encoding/json.
 func (dm *deltaMembers) scan(b []byte, i int) (int, bool) {
-	return wire.ValidObject(b, i, 2, func(raw []byte, s int) (int, bool) {
+	return wire.ValidObject(b, i, func(raw []byte, s int) (int, bool) {
 		if !wire.PlainKey(raw) {
 			return s, false
 		}

@@ -83,35 +83,14 @@ func scanChoices(b []byte, s int, c *asmChunk) (int, bool) {
 		c.Choices = nil
 		return end, ok
 	}
-	if b[s] != '[' {
-		return s, false
-	}
 	if c.Choices == nil {
 		c.Choices = make([]asmChunkChoice, 0, 1)
 	}
 	c.Choices = c.Choices[:0] // a caller's reused slice
-	i := jsontop.SkipSpace(b, s+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
-	}
-	for {
+	return wire.ValidArray(b, s, func(i int) (int, bool) {
 		c.Choices = append(c.Choices, asmChunkChoice{})
-		end, ok := scanChoice(b, i, &c.Choices[len(c.Choices)-1], c.literals)
-		if !ok {
-			return end, false
-		}
-		if i = jsontop.SkipSpace(b, end); i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = jsontop.SkipSpace(b, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
-		}
-	}
+		return scanChoice(b, i, &c.Choices[len(c.Choices)-1], c.literals)
+	})
 }
 
 // scanChoice decodes one choice object at b[i], an element of choices.
