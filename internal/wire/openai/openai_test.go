@@ -227,3 +227,40 @@ func FuzzUsageInPlace(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeCallAndUsage holds the tool call and usage decoders to
+// encoding/json on valid JSON (what ParseResponse hands them): the same
+// verdict and, where both decode, the same values.
+func FuzzDecodeCallAndUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a","type":"function","function":{"name":"x","arguments":"{\"q\":1}"}}`,
+		`{"function":{"name":"x","arguments":{"q":1}}}`, `{"function":null,"id":null}`, `{"id":5}`, `{"Function":{}}`,
+		`{"id":"a","id":"b"}`, `{"function":{"arguments":null,"name":"\u0078"}}`, `{"function":[]}`, `[]`, `null`,
+		`{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":3}}`,
+		`{"prompt_tokens":1.5}`, `{"prompt_tokens_details":null}`, `{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}`,
+		`{"completion_tokens_details":7}`, `{"prompt_tokens":99999999999999999999}`, `{"Prompt_tokens":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) || len(bytes.TrimSpace(data)) != len(data) {
+			return
+		}
+		var gotCall, wantCall wireCall
+		errGot, errWant := decodeCall(data, &gotCall), json.Unmarshal(data, &wantCall)
+		if (errGot == nil) != (errWant == nil) {
+			t.Fatalf("%s: decodeCall %v, encoding/json %v", data, errGot, errWant)
+		}
+		if errGot == nil && !reflect.DeepEqual(gotCall, wantCall) {
+			t.Fatalf("%s:\n got %+v\nwant %+v", data, gotCall, wantCall)
+		}
+		var gotUsage, wantUsage responseUsage
+		errGot, errWant = decodeUsage(data, &gotUsage), json.Unmarshal(data, &wantUsage)
+		if (errGot == nil) != (errWant == nil) {
+			t.Fatalf("%s: decodeUsage %v, encoding/json %v", data, errGot, errWant)
+		}
+		if errGot == nil && !reflect.DeepEqual(gotUsage, wantUsage) {
+			t.Fatalf("%s:\n got %+v\nwant %+v", data, gotUsage, wantUsage)
+		}
+	})
+}

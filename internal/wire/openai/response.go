@@ -32,6 +32,93 @@ type wireCall struct {
 	} `json:"function"`
 }
 
+// responseUsage is a response's usage object as ParseResponse reads it.
+type responseUsage struct {
+	Prompt        int `json:"prompt_tokens"`
+	Completion    int `json:"completion_tokens"`
+	PromptDetails *struct {
+		Cached int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionDetails *struct {
+		Reasoning int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// The keys decodeCall and decodeUsage read, in wire.StructMembers order.
+var (
+	callKeys     = []string{"id", "type", "function"}
+	functionKeys = []string{"name", "arguments"}
+	usageKeysAll = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	cachedKeys   = []string{"cached_tokens"}
+	reasonKeys   = []string{"reasoning_tokens"}
+)
+
+// decodeCall decodes one tool call of a checked response (valid JSON) as
+// json.Unmarshal would, the common shape with the byte scanner (every
+// mediated round has one); arguments is a slice of c, not a copy.
+func decodeCall(c []byte, wc *wireCall) error {
+	if c[0] == '{' && wire.StructMembers(c, 0, callKeys, func(k int, v []byte) bool {
+		switch k {
+		case 0:
+			return wire.DecodeString(v, &wc.ID)
+		case 1:
+			return wire.DecodeString(v, &wc.Type)
+		}
+		if v[0] == 'n' {
+			return true
+		}
+		return v[0] == '{' && wire.StructMembers(v, 0, functionKeys, func(k int, v []byte) bool {
+			if k == 0 {
+				return wire.DecodeString(v, &wc.Function.Name)
+			}
+			wc.Function.Arguments = v
+			return true
+		})
+	}) {
+		return nil
+	}
+	*wc = wireCall{}
+	return json.Unmarshal(c, wc)
+}
+
+// decodeUsage is decodeCall for a checked response's usage object.
+func decodeUsage(raw []byte, u *responseUsage) error {
+	count := func(v []byte, n *int) bool { return wire.DecodeInt(v, n) }
+	if raw[0] == '{' && wire.StructMembers(raw, 0, usageKeysAll, func(k int, v []byte) bool {
+		switch k {
+		case 0:
+			return count(v, &u.Prompt)
+		case 1:
+			return count(v, &u.Completion)
+		}
+		if v[0] == 'n' {
+			if k == 2 {
+				u.PromptDetails = nil
+			} else {
+				u.CompletionDetails = nil
+			}
+			return true
+		}
+		if v[0] != '{' {
+			return false
+		}
+		if k == 2 {
+			u.PromptDetails = &struct {
+				Cached int `json:"cached_tokens"`
+			}{}
+			return wire.StructMembers(v, 0, cachedKeys, func(_ int, v []byte) bool { return count(v, &u.PromptDetails.Cached) })
+		}
+		u.CompletionDetails = &struct {
+			Reasoning int `json:"reasoning_tokens"`
+		}{}
+		return wire.StructMembers(v, 0, reasonKeys, func(_ int, v []byte) bool { return count(v, &u.CompletionDetails.Reasoning) })
+	}) {
+		return nil
+	}
+	*u = responseUsage{}
+	return json.Unmarshal(raw, u)
+}
+
 // ParseResponse implements wire.ToolLoop. Only choices[0] is considered.
 func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 	top, err := wire.DecodeObject(body)
@@ -60,7 +147,7 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 		}
 		for i, c := range v.calls {
 			var wc wireCall
-			if err := json.Unmarshal(c, &wc); err != nil {
+			if err := decodeCall(c, &wc); err != nil {
 				return nil, fmt.Errorf("%w: tool_calls[%d]: %v", wire.ErrMalformed, i, err)
 			}
 			args, ok := wire.String(wc.Function.Arguments)
@@ -71,17 +158,8 @@ func (Format) ParseResponse(body []byte) (*wire.Response, error) {
 		}
 	}
 	if raw, ok := top["usage"]; ok && string(raw) != "null" {
-		var u struct {
-			Prompt        int `json:"prompt_tokens"`
-			Completion    int `json:"completion_tokens"`
-			PromptDetails *struct {
-				Cached int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-			CompletionDetails *struct {
-				Reasoning int `json:"reasoning_tokens"`
-			} `json:"completion_tokens_details"`
-		}
-		if err := json.Unmarshal(raw, &u); err != nil {
+		var u responseUsage
+		if err := decodeUsage(raw, &u); err != nil {
 			return nil, fmt.Errorf("%w: usage: %v", wire.ErrMalformed, err)
 		}
 		resp.Usage = wire.Usage{Input: u.Prompt, Output: u.Completion}
