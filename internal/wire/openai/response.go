@@ -83,13 +83,12 @@ func decodeCall(c []byte, wc *wireCall) error {
 
 // decodeUsage is decodeCall for a checked response's usage object.
 func decodeUsage(raw []byte, u *responseUsage) error {
-	count := func(v []byte, n *int) bool { return wire.DecodeInt(v, n) }
 	if raw[0] == '{' && wire.StructMembers(raw, 0, usageKeysAll, func(k int, v []byte) bool {
 		switch k {
 		case 0:
-			return count(v, &u.Prompt)
+			return wire.DecodeInt(v, &u.Prompt)
 		case 1:
-			return count(v, &u.Completion)
+			return wire.DecodeInt(v, &u.Completion)
 		}
 		if v[0] == 'n' {
 			if k == 2 {
@@ -106,12 +105,12 @@ func decodeUsage(raw []byte, u *responseUsage) error {
 			u.PromptDetails = &struct {
 				Cached int `json:"cached_tokens"`
 			}{}
-			return wire.StructMembers(v, 0, cachedKeys, func(_ int, v []byte) bool { return count(v, &u.PromptDetails.Cached) })
+			return wire.StructMembers(v, 0, cachedKeys, func(_ int, v []byte) bool { return wire.DecodeInt(v, &u.PromptDetails.Cached) })
 		}
 		u.CompletionDetails = &struct {
 			Reasoning int `json:"reasoning_tokens"`
 		}{}
-		return wire.StructMembers(v, 0, reasonKeys, func(_ int, v []byte) bool { return count(v, &u.CompletionDetails.Reasoning) })
+		return wire.StructMembers(v, 0, reasonKeys, func(_ int, v []byte) bool { return wire.DecodeInt(v, &u.CompletionDetails.Reasoning) })
 	}) {
 		return nil
 	}
