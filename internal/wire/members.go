@@ -23,28 +23,40 @@ func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) boo
 	var seen uint64
 	ok := true
 	whole := jsontop.Object(b, i, func(raw []byte, start, end int) bool {
-		if !PlainKey(raw) {
+		k, plain := knownKey(raw, known, &seen)
+		switch {
+		case !plain:
 			ok = false
-			return false
+		case k >= 0:
+			ok = fn(k, b[start:end])
 		}
-		for k, name := range known {
-			if string(raw) == name {
-				if seen&(1<<k) != 0 {
-					ok = false
-					return false
-				}
-				seen |= 1 << k
-				ok = fn(k, b[start:end])
-				return ok
-			}
-			if equalFoldASCII(raw, name) {
-				ok = false
-				return false
-			}
-		}
-		return true
+		return ok
 	})
 	return whole && ok
+}
+
+// knownKey is the index in known of the member name raw (as jsontop.Object
+// passes it), -1 for a member a struct has no field for; plain is false
+// where encoding/json could decode the member otherwise than the name
+// reads: a key that is escaped or not ASCII, that differs from a known
+// key in case only, or a known key seen before (seen marks them).
+func knownKey(raw []byte, known []string, seen *uint64) (k int, plain bool) {
+	if !PlainKey(raw) {
+		return -1, false
+	}
+	for k, name := range known {
+		if string(raw) == name {
+			if *seen&(1<<k) != 0 {
+				return -1, false
+			}
+			*seen |= 1 << k
+			return k, true
+		}
+		if equalFoldASCII(raw, name) {
+			return -1, false
+		}
+	}
+	return -1, true
 }
 
 // ValidObject walks the object that starts at b[i] and checks it as
@@ -122,20 +134,11 @@ func validList(b []byte, i int, closing byte, item func(i int) (int, bool)) (int
 func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) (end int, ok bool)) (int, bool) {
 	var seen uint64
 	return ValidObject(b, i, func(raw []byte, start int) (int, bool) {
-		if !PlainKey(raw) {
+		switch k, plain := knownKey(raw, known, &seen); {
+		case !plain:
 			return start, false
-		}
-		for k, name := range known {
-			if string(raw) == name {
-				if seen&(1<<k) != 0 {
-					return start, false
-				}
-				seen |= 1 << k
-				return fn(k, start)
-			}
-			if equalFoldASCII(raw, name) {
-				return start, false
-			}
+		case k >= 0:
+			return fn(k, start)
 		}
 		return jsontop.ValidValue(b, start, depth)
 	})
