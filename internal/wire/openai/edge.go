@@ -68,7 +68,7 @@ func readUsage(raw []byte, u *wire.Usage) bool {
 		return false // absent, or null
 	}
 	var f usageFields
-	if !jsontop.Valid(raw) || !fastUsage(raw, &f) {
+	if !fastUsage(raw, &f) {
 		f = usageFields{}
 		if json.Unmarshal(raw, &f) != nil {
 			return false
@@ -86,26 +86,31 @@ func readUsage(raw []byte, u *wire.Usage) bool {
 
 var usageKeys = []string{"prompt_tokens", "completion_tokens"}
 
-// fastUsage decodes a valid usage object as encoding/json would, without
-// reflection (every response and stream has one); false: leave it to
-// encoding/json.
+// fastUsage decodes a usage object as encoding/json would, without
+// reflection (every response and stream has one), in one pass that checks
+// it as it goes; false: leave it to encoding/json.
 func fastUsage(raw []byte, f *usageFields) bool {
-	return wire.StructMembers(raw, 0, usageKeys, func(k int, v []byte) bool {
+	end, ok := wire.ValidMembers(raw, 0, 1, usageKeys, func(k, s int) (int, bool) {
+		end, ok := jsontop.ValidValue(raw, s, 1)
+		if !ok {
+			return end, false
+		}
 		p := &f.Prompt
 		if k == 1 {
 			p = &f.Completion
 		}
-		if v[0] == 'n' {
+		if raw[s] == 'n' {
 			*p = nil
-			return true
+			return end, true
 		}
 		var n int
-		if !wire.DecodeInt(v, &n) {
-			return false
+		if !wire.DecodeInt(raw[s:end], &n) {
+			return end, false
 		}
 		*p = &n
-		return true
+		return end, true
 	})
+	return ok && jsontop.SkipSpace(raw, end) == len(raw)
 }
 
 // Usage implements wire.Format: the top-level usage member.
