@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/h1"
 )
 
 // NewTransport returns the pooled transport cllama uses for upstream calls.
@@ -13,8 +15,24 @@ import (
 // host. ResponseHeaderTimeout is left unset: the proxy bounds the first
 // byte per request (Config.FirstByteTimeout) so the error can be reported
 // in the endpoint's format.
-func NewTransport() *http.Transport {
+//
+// Cleartext upstreams (a model server or service in the pod) are called
+// through h1, which works on the caller's goroutine; https upstreams, and
+// any call the proxy environment sends through a proxy, through net/http
+// (HTTP/2 where the provider offers it).
+func NewTransport() *h1.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &h1.Transport{
+		Fallback:               newHTTPTransport(d),
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            d.DialContext,
+		MaxIdleConnsPerHost:    256,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+}
+
+func newHTTPTransport(d *net.Dialer) *http.Transport {
 	return &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            d.DialContext,

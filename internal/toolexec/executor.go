@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/h1"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -46,9 +47,10 @@ const (
 // on each field.
 type Options struct {
 	// Transport carries HTTP calls and MCP sessions. Default: a dedicated
-	// *http.Transport that ignores proxy environment variables (services
-	// are pod-internal), keeps up to 64 idle connections per host for 90s
-	// and bounds TLS handshakes to 10s. Redirects are never followed
+	// h1.Transport (cleartext services, called on the caller's goroutine)
+	// over an *http.Transport (https services), both ignoring proxy
+	// environment variables (services are pod-internal), keeping up to 64
+	// idle connections per host for 90s; TLS handshakes are bounded to 10s. Redirects are never followed
 	// whatever the transport: a 3xx is a service_error.
 	Transport http.RoundTripper
 	// MaxResponseBytes bounds the bytes read from one service response,
@@ -87,15 +89,21 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Transport == nil {
-		o.Transport = &http.Transport{
-			Proxy:                 nil,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          256,
-			MaxIdleConnsPerHost:   64,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
+		dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		o.Transport = &h1.Transport{
+			Fallback: &http.Transport{
+				Proxy:                 nil,
+				DialContext:           dial,
+				ForceAttemptHTTP2:     true,
+				MaxIdleConns:          256,
+				MaxIdleConnsPerHost:   64,
+				IdleConnTimeout:       90 * time.Second,
+				TLSHandshakeTimeout:   10 * time.Second,
+				ExpectContinueTimeout: time.Second,
+			},
+			DialContext:         dial,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
 		}
 	}
 	if o.MaxResponseBytes <= 0 {
