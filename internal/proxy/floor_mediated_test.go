@@ -1,14 +1,12 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/testproc"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -91,35 +90,9 @@ func serveFloorServices() int {
 // startFloorServices starts the helper process and returns the provider's
 // and the tool service's URLs.
 func startFloorServices(b *testing.B) (provider, svc string) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Skip("no test binary to start again:", err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), floorServicesEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("helper process: %v", err)
-	}
-	f := strings.Fields(line)
+	f := testproc.Helper(b, floorServicesEnv)
 	if len(f) != 2 {
-		b.Fatalf("helper process said %q", line)
+		b.Fatalf("helper process said %q", f)
 	}
 	return f[0], f[1]
 }
