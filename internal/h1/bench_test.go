@@ -3,18 +3,17 @@
 package h1
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/testproc"
 )
 
 // BenchmarkTransport sets h1 beside net/http's Transport in front of
@@ -84,33 +83,11 @@ func serve() int {
 
 // startServer starts the server process and returns its URL.
 func startServer(b *testing.B) string {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Skip("no test binary to start again:", err)
+	f := testproc.Helper(b, serverEnv)
+	if len(f) != 1 {
+		b.Fatalf("server process said %q", f)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), serverEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("server process: %v", err)
-	}
-	return strings.TrimSpace(line)
+	return f[0]
 }
 
 func call(b *testing.B, rt http.RoundTripper, url string, body []byte) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -64,21 +63,7 @@ func FuzzServerBytes(f *testing.F) {
 		if len(data) > 16<<10 {
 			return // the point is the parsing, not the volume
 		}
-		srv := newRawServer(t, func(c net.Conn) {
-			br := bufio.NewReader(c)
-			for {
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				if _, err := io.Copy(io.Discard, req.Body); err != nil {
-					return
-				}
-				if _, err := c.Write(data); err != nil || closeAfter {
-					return // and newRawServer closes c
-				}
-			}
-		})
+		srv := answering(t, string(data), !closeAfter)
 		defer tr.CloseIdleConnections()
 
 		wantStatus, wantBody, needMore, wantErr := readLikeTransport(data)

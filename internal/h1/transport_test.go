@@ -226,6 +226,14 @@ func serveLoop(c net.Conn, respond func(*http.Request) (reply string, keep bool)
 	}
 }
 
+// answering is a raw server that answers every request with reply,
+// keeping the connection after it or not.
+func answering(t *testing.T, reply string, keep bool) *rawServer {
+	return newRawServer(t, func(c net.Conn) {
+		serveLoop(c, func(*http.Request) (string, bool) { return reply, keep })
+	})
+}
+
 // payload is n bytes that differ with seed.
 func payload(seed, n int) []byte {
 	b := make([]byte, n)
@@ -491,11 +499,7 @@ func TestRequestCloseIsHonoured(t *testing.T) {
 // A server that keeps the connection whatever the request says: the
 // client must still not use it again after asking for a close.
 func TestRequestCloseWithServerThatIgnoresIt(t *testing.T) {
-	srv := newRawServer(t, func(c net.Conn) {
-		serveLoop(c, func(*http.Request) (string, bool) {
-			return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", true
-		})
-	})
+	srv := answering(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", true)
 	tr := newTransport(t)
 	for range 3 {
 		req := newRequest(t, context.Background(), "GET", srv.url, nil)
@@ -513,11 +517,7 @@ func TestRequestCloseWithServerThatIgnoresIt(t *testing.T) {
 }
 
 func TestEOFDelimitedBody(t *testing.T) {
-	srv := newRawServer(t, func(c net.Conn) {
-		serveLoop(c, func(*http.Request) (string, bool) {
-			return "HTTP/1.1 200 OK\r\n\r\nuntil the end", false
-		})
-	})
+	srv := answering(t, "HTTP/1.1 200 OK\r\n\r\nuntil the end", false)
 	tr := newTransport(t)
 	for range 3 {
 		if b := get(t, tr, srv.url); string(b) != "until the end" {
@@ -557,11 +557,7 @@ func TestServerClosedIdleConnectionIsNotUsed(t *testing.T) {
 func TestServerClosingAfterEachResponse(t *testing.T) {
 	needPeek(t)
 	// The server closes after each response without saying so.
-	srv := newRawServer(t, func(c net.Conn) {
-		serveLoop(c, func(*http.Request) (string, bool) {
-			return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false
-		})
-	})
+	srv := answering(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false)
 	tr := newTransport(t)
 	for i := range 5 {
 		if b := get(t, tr, srv.url); string(b) != "hello" {
@@ -579,11 +575,7 @@ func TestIdleConnectionTheServerWroteToIsNotUsed(t *testing.T) {
 	// After its answer the server sends bytes nobody asked for (as a
 	// server timing out an idle connection may) and keeps the
 	// connection: the next request must not read them as its answer.
-	srv := newRawServer(t, func(c net.Conn) {
-		serveLoop(c, func(*http.Request) (string, bool) {
-			return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", true
-		})
-	})
+	srv := answering(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", true)
 	tr := newTransport(t)
 	get(t, tr, srv.url)
 	// Have the server side write to the idle connection.
@@ -605,11 +597,7 @@ func TestIdleConnectionTheServerWroteToIsNotUsed(t *testing.T) {
 
 func TestExtraBytesAfterResponseMeanNoReuse(t *testing.T) {
 	needPeek(t)
-	srv := newRawServer(t, func(c net.Conn) {
-		serveLoop(c, func(*http.Request) (string, bool) {
-			return "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nwrong", true
-		})
-	})
+	srv := answering(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nwrong", true)
 	tr := newTransport(t)
 	for i := range 3 {
 		if b := get(t, tr, srv.url); string(b) != "hello" {
@@ -1147,11 +1135,7 @@ func TestInformationalResponsesAreSkipped(t *testing.T) {
 }
 
 func TestUnaskedSwitchingProtocolsIsAnError(t *testing.T) {
-	srv := newRawServer(t, func(c net.Conn) {
-		serveLoop(c, func(*http.Request) (string, bool) {
-			return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", true
-		})
-	})
+	srv := answering(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", true)
 	tr := newTransport(t)
 	if _, err := tr.RoundTrip(newRequest(t, context.Background(), "GET", srv.url, nil)); err == nil {
 		t.Fatal("101 to a request that asked for no upgrade accepted")
@@ -1357,22 +1341,15 @@ func exchange(tr *Transport, url string, w, i int, mixed bool) error {
 	return nil
 }
 
-func TestMaxIdleConnsPerHost(t *testing.T) {
-	const calls = 5
-	arrived := make(chan struct{}, calls)
-	release := make(chan struct{})
-	srv, cs := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-release
-		io.WriteString(w, "hello")
-	})
-	tr := newTransport(t)
-	tr.MaxIdleConnsPerHost = 2
-	// Five calls at once need five connections.
+// atOnce makes calls GETs of url at the same time: each reaches the
+// server's handler (which sends on arrived and waits for release) before
+// any is answered, so each has a connection of its own.
+func atOnce(t *testing.T, tr *Transport, url string, calls int, arrived, release chan struct{}) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for range calls {
 		wg.Go(func() {
-			resp, err := tr.RoundTrip(newRequest(t, context.Background(), "GET", srv.URL, nil))
+			resp, err := tr.RoundTrip(newRequest(t, context.Background(), "GET", url, nil))
 			if err != nil {
 				t.Error(err)
 				return
@@ -1386,6 +1363,21 @@ func TestMaxIdleConnsPerHost(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+}
+
+func TestMaxIdleConnsPerHost(t *testing.T) {
+	const calls = 5
+	arrived := make(chan struct{}, calls)
+	release := make(chan struct{})
+	srv, cs := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		io.WriteString(w, "hello")
+	})
+	tr := newTransport(t)
+	tr.MaxIdleConnsPerHost = 2
+	// Five calls at once need five connections.
+	atOnce(t, tr, srv.URL, calls, arrived, release)
 	cs.wantOpened(t, calls)
 	if got := tr.IdleConns(); got != 2 {
 		t.Fatalf("IdleConns() = %d, want 2", got)
@@ -1429,23 +1421,7 @@ func TestCloseIdleConnections(t *testing.T) {
 		io.WriteString(w, "hello")
 	})
 	tr := newTransport(t)
-	var wg sync.WaitGroup
-	for range calls {
-		wg.Go(func() {
-			resp, err := tr.RoundTrip(newRequest(t, context.Background(), "GET", srv.URL, nil))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		})
-	}
-	for range calls {
-		<-arrived
-	}
-	close(release)
-	wg.Wait()
+	atOnce(t, tr, srv.URL, calls, arrived, release)
 	if got := tr.IdleConns(); got != calls {
 		t.Fatalf("IdleConns() = %d, want %d", got, calls)
 	}
