@@ -50,8 +50,9 @@ type Options struct {
 	// h1.Transport (cleartext services, called on the caller's goroutine)
 	// over an *http.Transport (https services), both ignoring proxy
 	// environment variables (services are pod-internal), keeping up to 64
-	// idle connections per host for 90s; TLS handshakes are bounded to 10s. Redirects are never followed
-	// whatever the transport: a 3xx is a service_error.
+	// idle connections per host for 90s; TLS handshakes are bounded to
+	// 10s. Redirects are never followed whatever the transport: a 3xx is
+	// a service_error.
 	Transport http.RoundTripper
 	// MaxResponseBytes bounds the bytes read from one service response,
 	// well above any max_tool_result_bytes. Default 4 MiB. A longer HTTP
