@@ -105,6 +105,9 @@ func (o Options) withDefaults() Options {
 			DialContext:         dial,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
+			// net/http's sizes: a held MCP session costs what it did.
+			ReadBufferSize:  4 << 10,
+			WriteBufferSize: 4 << 10,
 		}
 	}
 	if o.MaxResponseBytes <= 0 {
