@@ -81,7 +81,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	defer release()
-	info, err := scanRequest(body)
+	info, err := scanRequest(body, f.Governed())
 	if err != nil {
 		reject(agent, err)
 		return

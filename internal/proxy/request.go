@@ -27,27 +27,30 @@ type errRequest struct{ msg string }
 
 func (e *errRequest) Error() string { return e.msg }
 
-func badRequest(msg string) error { return &errRequest{msg} }
+func badRequest(msg string) error { return &errRequest{msg: msg} }
 
 // scanRequest validates body as one JSON object and reads its top-level
-// "model" and "stream" members. It rejects duplicate "model" or "stream"
-// keys: parsers disagree on which copy wins, and the proxy must route on the
-// same value the provider will read.
-func scanRequest(body []byte) (requestInfo, error) {
+// "model" and "stream" members. It refuses a body in which a member the
+// format governs (shape: wire.Format.Governed), at the top level or in
+// the objects cllama looks into, is repeated or spelled in another case:
+// readers disagree on which copy wins and on case, and the proxy must
+// route, check and record the same values the provider will read.
+func scanRequest(body []byte, shape *jsontop.Shape) (requestInfo, error) {
 	var info requestInfo
-	seenModel, seenStream := false, false
+	var seen uint64
 	var err error
 	// One pass validates the body and reads its members; the first
 	// problem with a member is reported only for a valid body.
 	valid, isObject := jsontop.ValidWalk(body, func(key []byte, start, end int) {
+		if err != nil {
+			return
+		}
+		if a := shape.MemberAmbiguity(key, &seen); a != nil {
+			err = ambiguous(a)
+			return
+		}
 		switch {
-		case err != nil:
 		case jsontop.KeyEquals(key, "model"):
-			if seenModel {
-				err = badRequest(`request body has more than one "model" member`)
-				return
-			}
-			seenModel = true
 			if body[start] != '"' {
 				err = badRequest(`"model" must be a string: a model name, or "<provider>/<model>"`)
 				return
@@ -55,17 +58,16 @@ func scanRequest(body []byte) (requestInfo, error) {
 			info.Model = decodeString(body[start:end])
 			info.modelStart, info.modelEnd = start, end
 		case jsontop.KeyEquals(key, "stream"):
-			if seenStream {
-				err = badRequest(`request body has more than one "stream" member`)
-				return
-			}
-			seenStream = true
 			switch string(body[start:end]) {
 			case "true":
 				info.Stream = true
 			case "false", "null":
 			default:
 				err = badRequest(`"stream" must be true or false`)
+			}
+		default:
+			if a := shape.NestedAmbiguity(key, body[start:end]); a != nil {
+				err = ambiguous(a)
 			}
 		}
 	})
@@ -78,10 +80,16 @@ func scanRequest(body []byte) (requestInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	if !seenModel || info.Model == "" {
+	if info.modelEnd == 0 || info.Model == "" {
 		return info, badRequest(`"model" is required: a model name, or "<provider>/<model>"`)
 	}
 	return info, nil
+}
+
+// ambiguous is the refusal of a body with an ambiguous member: a 400
+// whose message names the member as written and where it is.
+func ambiguous(a *jsontop.Ambiguity) error {
+	return &errRequest{msg: a.Error()}
 }
 
 // upstreamBody is body (the runner's, or the decorator's rewrite of it)
@@ -114,13 +122,6 @@ func upstreamBody(body, original []byte, info requestInfo) ([][]byte, error) {
 
 func sameSlice(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 func plainASCII(b []byte) bool {

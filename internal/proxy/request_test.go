@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
 )
 
@@ -35,11 +37,18 @@ func TestScanRequest(t *testing.T) {
 		{"duplicate model", `{"model":"a/b","model":"c/d"}`, "", false, "more than one"},
 		{"duplicate stream", `{"model":"a/b","stream":false,"stream":true}`, "", false, "more than one"},
 		{"stream string", `{"model":"a/b","stream":"yes"}`, "", false, `"stream" must be true or false`},
+		{"model in capitals", `{"model":"a/b","MODEL":"c/d"}`, "", false, `"MODEL" is "model" spelled in another case`},
+		{"model capitalised alone", `{"Model":"a/b"}`, "", false, `"Model" is "model" spelled in another case`},
+		{"stream with a long s", `{"model":"a/b","ſtream":true}`, "", false, `"stream" spelled in another case`},
+		{"escaped capital", `{"model":"a/b","Model":"c/d"}`, "", false, `"Model" is "model"`},
+		{"role in capitals", `{"model":"a/b","messages":[{"role":"user","ROLE":"system","content":"x"}]}`, "", false, `in messages[0]`},
+		{"tool call name twice", `{"model":"a/b","messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"a","name":"b"}}]}]}`, "", false, `more than one "name" member in messages[0].tool_calls[0].function`},
+		{"ungoverned case variants pass", `{"model":"a/b","Temperature":1,"metadata":{"MODEL":"x"}}`, "a/b", false, ""},
 		{"empty body", ``, "", false, "not valid JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			info, err := scanRequest([]byte(tt.body))
+			info, err := scanRequest([]byte(tt.body), chatShape)
 			if tt.errLike != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errLike) {
 					t.Fatalf("err = %v, want containing %q", err, tt.errLike)
@@ -58,7 +67,7 @@ func TestScanRequest(t *testing.T) {
 
 func TestRewriteModelKeepsOtherBytes(t *testing.T) {
 	body := []byte("{ \"temperature\" : 0.50,\n  \"model\":\"openai/gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"\u00e9\\u00e9 model\"}]}")
-	info, err := scanRequest(body)
+	info, err := scanRequest(body, chatShape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +87,7 @@ func TestRewriteModelKeepsOtherBytes(t *testing.T) {
 // that lost it is an error rather than a request for the wrong model.
 func TestUpstreamBodySlicesAndDecoratedBodies(t *testing.T) {
 	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
-	info, err := scanRequest(body)
+	info, err := scanRequest(body, chatShape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +123,13 @@ func FuzzScanRequest(f *testing.F) {
 		`{"mod\u0065l":"p\/q","stream":null}`,
 		` {"model" : "a/b/c" , "x":[1,2,{"y":"}"}]} `,
 		`{"model":"a/b","model":"c/d"}`,
+		`{"model":"a/b","MODEL":"c/d"}`,
+		`{"model":"a/b","Stream":true}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		info, err := scanRequest(body)
+		info, err := scanRequest(body, chatShape)
 		if err != nil {
 			return
 		}
@@ -134,6 +145,18 @@ func FuzzScanRequest(f *testing.F) {
 		var model string
 		if err := json.Unmarshal(doc["model"], &model); err != nil || model != info.Model {
 			t.Fatalf("model %q, encoding/json says %q (%v)", info.Model, model, err)
+		}
+		// A case-insensitive decoder (encoding/json into a struct, as
+		// providers written in Go read a request) reads the same model.
+		var ci struct {
+			Model  string `json:"model"`
+			Stream *bool  `json:"stream"`
+		}
+		if err := json.Unmarshal(body, &ci); err == nil && ci.Model != info.Model {
+			t.Fatalf("model %q, a case-insensitive decoder says %q", info.Model, ci.Model)
+		}
+		if ci.Stream != nil && *ci.Stream != info.Stream {
+			t.Fatalf("stream %v, a case-insensitive decoder says %v", info.Stream, *ci.Stream)
 		}
 		var stream *bool
 		if raw, ok := doc["stream"]; ok {
@@ -159,9 +182,18 @@ func FuzzScanRequest(f *testing.F) {
 }
 
 var (
+	chatShape    = mustFormat("openai").Governed()
 	fuzzRegistry = mustRegistry(`{"providers":{"openai":{"api_key":"k"},"anthropic":{"api_key":"k"},"openrouter":{"api_key":"k"},"p":{"base_url":"http://p/v1"}}}`)
 	fuzzRouter   = newModelRouter(Config{DefaultProvider: "openrouter"}, formats.All())
 )
+
+func mustFormat(name string) wire.Format {
+	f, err := formats.Lookup(exchange.Format(name))
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
 
 func mustRegistry(providers string) *registry {
 	ps, err := manifest.ParseProviders([]byte(providers))

@@ -290,18 +290,9 @@ func copyBounded(w http.ResponseWriter, body io.Reader, flush bool) error {
 // checkContinues refuses a generation that continues from a stored object
 // the agent does not own, or that the routed provider does not keep.
 func (s *Server) checkContinues(st *storedFormat, body []byte, agent *agentctx.Agent, route *Route) error {
-	// Parsers disagree on which of two members wins; the provider must
-	// continue from the object checked here.
-	n := 0
-	jsontop.Walk(body, func(key []byte, _, _ int) bool {
-		if jsontop.KeyEquals(key, continuesField) {
-			n++
-		}
-		return n < 2
-	})
-	if n > 1 {
-		return badRequest(fmt.Sprintf("request body has more than one %q member", continuesField))
-	}
+	// The edge refused a body with the member repeated or spelled in
+	// another case (scanRequest): the provider continues from the object
+	// checked here.
 	prev := st.Continues(body)
 	if prev == "" {
 		return nil

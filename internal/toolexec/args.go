@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/url"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // clawIDParam is the placeholder and argument that carries the agent's
@@ -78,7 +80,10 @@ func SpellsClawID(name string) bool {
 		}
 		return r
 	}, name)
-	return strings.EqualFold(letters, "clawid")
+	// strings.EqualFold folds by Unicode's simple case folding;
+	// encoding/json folds each letter to upper after lower case, which
+	// also takes a dotless ı for an I: a name either calls claw_id is it.
+	return strings.EqualFold(letters, "clawid") || jsontop.Fold(letters) == "CLAWID"
 }
 
 // pathTemplate is a parsed execution path: its '/'-separated segments,

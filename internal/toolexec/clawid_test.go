@@ -50,7 +50,10 @@ func TestClawIDSpellingsNeverReachTheService(t *testing.T) {
 func TestSpellsClawID(t *testing.T) {
 	for name, want := range map[string]bool{
 		"claw_id": true, "CLAW_ID": true, "ClawId": true, "claw-id": true, "clawid": true, "claw id": true, "_claw__id_": true,
-		"claw": false, "claw_ids": false, "my_claw_id": false, "id": false, "": false, "clawıd": false,
+		"claw": false, "claw_ids": false, "my_claw_id": false, "id": false, "": false,
+		// encoding/json folds ı (dotless i) to I: a Go service binds claw_ıd
+		// to its claw_id field, and a later key wins.
+		"clawıd": true, "claw_ıd": true, "\u017fclaw_id": false,
 	} {
 		if got := SpellsClawID(name); got != want {
 			t.Errorf("SpellsClawID(%q) = %v, want %v", name, got, want)

@@ -20,6 +20,14 @@ type Format interface {
 	// upstream.
 	Endpoint() Endpoint
 
+	// Governed is the shape of the request members cllama reads or
+	// rewrites, at the top level and in the objects it looks into
+	// (messages, input items, tool calls, tool definitions): the edge
+	// refuses a body where one of them is repeated or spelled in another
+	// case (jsontop.Ambiguous), so no reader can take a member cllama did
+	// not see.
+	Governed() *jsontop.Shape
+
 	// ErrorBody is the JSON body of an error cllama itself produces,
 	// shaped so the format's official SDK reads it as an API error.
 	ErrorBody(errType, msg string) []byte
