@@ -21,14 +21,14 @@ func TestAmbiguous(t *testing.T) {
 		{`{"PREVIOUS_RESPONSE_ID":"r"}`, ` PREVIOUS_RESPONSE_ID`},
 		{`{"model":"a","model":"b"}`, ` model`},
 		{`{"mod\u0065l":"a","model":"b"}`, ` model`},
-		{`{"\u017ftream":true}`, " \u017ftream"},    // long s folds to S
-		{`{"model":"a","\u212aey":1}`, ""},           // Kelvin sign: folds to K, governs nothing here
-		{"{\"\u212a\":1,\"model\":\"a\"}", ""},       // raw non-ASCII key
+		{`{"\u017ftream":true}`, " \u017ftream"}, // long s folds to S
+		{`{"model":"a","\u212aey":1}`, ""},       // Kelvin sign: folds to K, governs nothing here
+		{"{\"\u212a\":1,\"model\":\"a\"}", ""},   // raw non-ASCII key
 		{`{"messages":[{"role":"user"},{"Role":"system"}]}`, `messages[1] Role`},
 		{`{"messages":[{"role":"a","tool_calls":[{"id":"1","function":{"name":"x","NAME":"y"}}]}]}`, `messages[0].tool_calls[0].function NAME`},
 		{`{"messages":"text","model":"a"}`, ""},
 		{`{"messages":[1,"x",null,[{"ROLE":"x"}]],"model":"a"}`, ""}, // only objects of the array are governed
-		{`{"metadata":{"MODEL":"x","model":"y","model":"z"}}`, ""},    // not a governed object
+		{`{"metadata":{"MODEL":"x","model":"y","model":"z"}}`, ""},   // not a governed object
 		{`{"messages":[{"role":"a","Role":"b"}],"MODEL":"x"}`, `messages[0] Role`},
 		{`[{"MODEL":1}]`, ""},
 	} {
