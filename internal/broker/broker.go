@@ -504,11 +504,6 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		args = quoteUnlessObject(rawArgs)
 	default:
-		if denied, ok := as.policyDenied(a, tool, sessionID(req)); ok {
-			env = denied
-			args = quoteUnlessObject(rawArgs)
-			break
-		}
 		var err error
 		if args, err = wire.ObjectArguments(rawArgs); err != nil {
 			env = toolexec.Fail(toolexec.CodeInvalidArguments, "invalid arguments: "+err.Error(), toolexec.RPCInvalidParams)
@@ -517,6 +512,11 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		select {
 		case as.calls <- struct{}{}:
+			if denied, ok := as.admit(a, tool, sessionID(req)); ok {
+				<-as.calls
+				env = denied
+				break
+			}
 			policy := manifest.DefaultPolicy()
 			if a.Tools != nil {
 				policy = a.Tools.Policy.WithDefaults()
@@ -527,7 +527,6 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 				})
 			<-as.calls
 			env, latency = out.Envelope, out.LatencyMS
-			as.noteCalled(sessionID(req), tool.Name)
 		default:
 			env = toolexec.Fail(toolexec.CodeTooManyCalls, fmt.Sprintf("not executed: this agent already has %d native tool calls in progress, the most cllama runs at once per agent; retry when one has finished", b.o.MaxCallsPerAgent), 0)
 		}
@@ -616,12 +615,11 @@ func sessionID(req mcp.Request) string {
 // maxCalledPerSession bounds what a session remembers for tool policy.
 const maxCalledPerSession = 1024
 
-func (as *agentServer) noteCalled(sid, tool string) {
+// noteCalledLocked records that session sid called tool; as.mu is held.
+func (as *agentServer) noteCalledLocked(sid, tool string) {
 	if sid == "" {
 		return
 	}
-	as.mu.Lock()
-	defer as.mu.Unlock()
 	if _, open := as.lastUsed[sid]; !open {
 		return // a session the broker does not track (closed)
 	}
@@ -637,6 +635,16 @@ func (as *agentServer) noteCalled(sid, tool string) {
 // clock, the feeds as last fetched for its model requests, and the tools
 // this MCP session called.
 func (as *agentServer) policyInput(a *agentctx.Agent, sid string) policy.Input {
+	in := as.policyInputOutside(a)
+	as.mu.Lock()
+	in.Session = as.sessionLocked(sid)
+	as.mu.Unlock()
+	return in
+}
+
+// policyInputOutside is policyInput but for the session, which the
+// caller reads under as.mu.
+func (as *agentServer) policyInputOutside(a *agentctx.Agent) policy.Input {
 	in := policy.Input{Now: as.b.o.Now(), Agent: policy.Agent{ID: a.ID, Service: a.Metadata.Service, Type: a.Metadata.Type}}
 	if as.b.o.Feeds != nil {
 		if fs := as.b.o.Feeds(a); len(fs) > 0 {
@@ -646,11 +654,13 @@ func (as *agentServer) policyInput(a *agentctx.Agent, sid string) policy.Input {
 			}
 		}
 	}
-	as.mu.Lock()
-	called := slices.Clone(as.called[sid])
-	as.mu.Unlock()
-	in.Session = policy.Session{Called: called, Rounds: int64(len(called))}
 	return in
+}
+
+// sessionLocked is what session sid called; as.mu is held.
+func (as *agentServer) sessionLocked(sid string) policy.Session {
+	called := slices.Clone(as.called[sid])
+	return policy.Session{Called: called, Rounds: int64(len(called))}
 }
 
 // filterList drops from a tools/list answer the tools whose conditions do
@@ -673,18 +683,31 @@ func (as *agentServer) filterList(l *mcp.ListToolsResult, sid string) {
 	l.Tools = kept
 }
 
-// policyDenied checks tool's conditions before a call of it runs.
-func (as *agentServer) policyDenied(a *agentctx.Agent, tool *manifest.Tool, sid string) (toolexec.Envelope, bool) {
-	if a.Tools == nil || len(a.Tools.Rules) == 0 || len(tool.When) == 0 {
-		return toolexec.Envelope{}, false
+// admit checks tool's conditions for a call on session sid and, when
+// they hold, records the call as made before any other call of the
+// session is judged: concurrent and batched calls of one session are
+// admitted one after another, each seeing those admitted before it (a
+// "once" rule runs its tool once). denied is the answer to a call whose
+// conditions do not hold.
+func (as *agentServer) admit(a *agentctx.Agent, tool *manifest.Tool, sid string) (env toolexec.Envelope, denied bool) {
+	ruled := a.Tools != nil && len(a.Tools.Rules) > 0 && len(tool.When) > 0
+	var in policy.Input
+	if ruled {
+		in = as.policyInputOutside(a)
 	}
-	ok, d := as.b.policy.For(a.Tools, as.policyInput(a, sid)).Allowed(tool)
-	if ok {
-		return toolexec.Envelope{}, false
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if ruled {
+		in.Session = as.sessionLocked(sid)
+		ok, d := as.b.policy.For(a.Tools, in).Allowed(tool)
+		if !ok {
+			msg := fmt.Sprintf("not executed: %s is not available now; its grant conditions (%s) do not hold", tool.Name, strings.Join(d.Rules, ", "))
+			if d.Err != nil {
+				msg += fmt.Sprintf(" (%v)", d.Err)
+			}
+			return toolexec.Fail(toolexec.CodePolicyDenied, msg, 0), true
+		}
 	}
-	msg := fmt.Sprintf("not executed: %s is not available now; its grant conditions (%s) do not hold", tool.Name, strings.Join(d.Rules, ", "))
-	if d.Err != nil {
-		msg += fmt.Sprintf(" (%v)", d.Err)
-	}
-	return toolexec.Fail(toolexec.CodePolicyDenied, msg, 0), true
+	as.noteCalledLocked(sid, tool.Name)
+	return toolexec.Envelope{}, false
 }

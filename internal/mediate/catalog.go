@@ -151,18 +151,24 @@ type presentation struct {
 	c       *catalog
 	alias   map[string]string // canonical -> presented (only overrides)
 	byName  map[string]*manifest.Tool
-	defs    []json.RawMessage
-	natives map[string]bool
+	// all is every managed tool's definition (catalog order), defs those
+	// presented: all but the withheld.
+	all, defs []json.RawMessage
+	natives   map[string]bool
 	// withheld are managed tools tool policy keeps out of this request.
 	withheld map[string]bool
 }
 
-// withhold leaves the named managed tools out of the request's tools.
+// withhold presents every managed tool but the named ones.
 func (p *presentation) withhold(names map[string]bool) {
-	defs := make([]json.RawMessage, 0, len(p.defs))
+	if len(names) == 0 {
+		p.defs, p.withheld = p.all, nil
+		return
+	}
+	defs := make([]json.RawMessage, 0, len(p.all))
 	for i, tool := range p.c.tools {
 		if !names[tool.Name] {
-			defs = append(defs, p.defs[i])
+			defs = append(defs, p.all[i])
 		}
 	}
 	p.defs, p.withheld = defs, names
@@ -191,6 +197,7 @@ func (c *catalog) present(f wire.ToolLoop, nativeNames []string) (*presentation,
 		p.byName[a] = tool
 		p.defs[i] = d
 	}
+	p.all = p.defs
 	return p, nil
 }
 

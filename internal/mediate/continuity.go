@@ -101,13 +101,15 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 }
 
 // restore inserts stored hidden rounds into msgs and returns the new
-// message list and the chain over the visible messages. It hashes the
+// message list, the chain over the visible messages, and the hidden
+// messages it inserted (what cllama itself ran in earlier turns of the
+// conversation; the runner's own messages are not among them). It hashes the
 // messages once (the chain's steps and keys memoised, like the messages'
 // digests, and the prefix this agent's previous request shares with this
 // one taken from its walk), then asks the store for every assistant
 // message's key (in one GetMany when the store reads many at once), in
 // order.
-func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) ([]json.RawMessage, chain) {
+func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) (out []json.RawMessage, c chain, restored []json.RawMessage) {
 	// ask is an assistant message: its index, its key, and where the run
 	// of prelude items right before it starts (i when there is none):
 	// hidden rounds go before that run.
@@ -116,7 +118,7 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		key     string
 	}
 	var asks []ask
-	c := chainSeed
+	c = chainSeed
 	lead, from := 0, 0
 	var steps []walkStep // with a store and messages past the walk: this request's walk
 	wk := walkKey{format: f.Name(), agent: agent}
@@ -176,7 +178,7 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		}
 	}
 	if len(asks) == 0 {
-		return msgs, c
+		return msgs, c, nil
 	}
 	var found [][]json.RawMessage
 	if b, ok := store.(ContinuityBatch); ok {
@@ -200,9 +202,9 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		}
 	}
 	if n == len(msgs) {
-		return msgs, c
+		return msgs, c, nil
 	}
-	out := make([]json.RawMessage, 0, n)
+	out = make([]json.RawMessage, 0, n)
 	next := 0 // msgs[next:] are not in out yet
 	for j, a := range asks {
 		if j >= len(found) || len(found[j]) == 0 {
@@ -210,7 +212,8 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		}
 		out = append(out, msgs[next:a.lead]...)
 		out = append(out, found[j]...)
+		restored = append(restored, found[j]...)
 		next = a.lead
 	}
-	return append(out, msgs[next:]...), c
+	return append(out, msgs[next:]...), c, restored
 }

@@ -58,9 +58,6 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p pla
 		for _, batch := range batches(calls) {
 			t.runBatch(ctx, batch, start)
 			for i := range batch {
-				if batch[i].run {
-					t.called = append(t.called, batch[i].tool.Name)
-				}
 				tc, res := t.answer(round, &batch[i])
 				trace = append(trace, tc)
 				results = append(results, res)
@@ -170,6 +167,9 @@ func (t *turn) admit(round int, c wire.Call, tool *manifest.Tool, i, n int) pend
 	}
 	t.seen[key] = &seenCall{round: round}
 	p.run, p.runArgs = true, args
+	// Admitted: the rules of the calls after it see it called ("once"
+	// rules hold for several calls in one response).
+	t.called = append(t.called, tool.Name)
 	return p
 }
 

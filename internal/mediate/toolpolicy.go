@@ -13,9 +13,15 @@ import (
 )
 
 // Tool policy (internal/policy): a tool whose grant conditions do not
-// hold is not presented for this request, and a call of it is answered
-// policy_denied; the conditions are evaluated when the request is
-// presented and again before each call runs.
+// hold is not presented to the model, and a call of it is answered
+// policy_denied. The conditions are evaluated before every upstream call
+// of a turn (a call of one hidden round can unlock a tool for the next:
+// session-scoped escalation within one turn) and again for each call, in
+// the model's order, against every call admitted before it. What they
+// read of the past is only what cllama itself ran: the hidden rounds it
+// restored and the calls of this turn, never a transcript the runner
+// wrote (a forged tool call and result in the runner's messages counts
+// for nothing).
 
 // hasRules reports whether the agent's manifest carries conditions.
 func (t *turn) hasRules() bool { return t.x.Agent.Tools != nil && len(t.x.Agent.Tools.Rules) > 0 }
@@ -37,8 +43,9 @@ func (t *turn) policyInput() policy.Input {
 	return in
 }
 
-// scanSession reads the conversation (the runner's messages with hidden
-// rounds restored) for the managed calls made before this turn.
+// scanSession reads the hidden rounds restored into the conversation
+// (what cllama ran in its earlier turns) for the managed calls made
+// before this turn.
 func (t *turn) scanSession(msgs []json.RawMessage) {
 	for _, msg := range msgs {
 		c, err := t.f.Canonical(msg)
@@ -58,18 +65,16 @@ func (t *turn) scanSession(msgs []json.RawMessage) {
 	}
 }
 
-// applyPolicy withholds the tools whose conditions do not hold from this
-// request's presentation, and remembers why for the records.
+// applyPolicy presents to the next upstream call only the managed tools
+// whose conditions hold now, and remembers why the others were withheld
+// for the records.
 func (t *turn) applyPolicy() {
-	if !t.hasRules() {
-		return
-	}
-	t.scanSession(t.req.Messages)
 	r := t.m.policy.For(t.x.Agent.Tools, t.policyInput())
 	_, denied := r.Filter(t.pres.c.tools)
-	if len(denied) == 0 {
+	if len(denied) == 0 && len(t.pres.withheld) == 0 {
 		return
 	}
+	t.filtered = t.filtered[:0]
 	withheld := make(map[string]bool, len(denied))
 	for _, d := range denied {
 		withheld[d.Tool] = true
@@ -80,6 +85,7 @@ func (t *turn) applyPolicy() {
 		t.filtered = append(t.filtered, f)
 	}
 	t.pres.withhold(withheld)
+	t.req.Tools = slices.Concat(t.req.Tools[:t.runnerTools:t.runnerTools], t.pres.defs)
 }
 
 // policyDenied checks tool's conditions again before a call of it runs.

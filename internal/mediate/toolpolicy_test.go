@@ -97,7 +97,7 @@ func TestPolicyAlertFeed(t *testing.T) {
 
 // Session-scoped escalation: svc.big is offered once svc.echo was called
 // earlier in the conversation (its hidden round restored by continuity),
-// and within a turn a call after echo's round is allowed.
+// and within a turn from the round after echo's.
 func TestPolicySessionEscalation(t *testing.T) {
 	for _, k := range kits {
 		t.Run(string(k.format()), func(t *testing.T) {
@@ -115,8 +115,13 @@ func TestPolicySessionEscalation(t *testing.T) {
 			if offered(up[0]) {
 				t.Fatal("svc.big offered before svc.echo was called")
 			}
-			// Round 2 of turn 1: echo ran in round 1, so the call of big
-			// is allowed when it comes (the presentation is per request).
+			// Round 2 of turn 1: echo ran in round 1, so big is offered
+			// to the model from round 2 on (rules are evaluated before
+			// every upstream call: a real model never calls a tool it was
+			// not offered) and its call runs.
+			if !offered(up[1]) || !offered(up[2]) {
+				t.Fatalf("svc.big not offered in the rounds after svc.echo ran: %v, %v", up[1].Tools, up[2].Tools)
+			}
 			if h.svc.count("big") != 1 {
 				t.Fatalf("big ran %d times after echo in the same turn", h.svc.count("big"))
 			}

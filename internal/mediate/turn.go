@@ -45,8 +45,12 @@ type turn struct {
 	// one by one), against max_tool_calls_per_turn.
 	managed int
 	seen    map[string]*seenCall
-	// Tool policy: the managed calls of the conversation before this turn
-	// and its rounds, the calls this turn ran, and what it withheld.
+	// runnerTools is how many of req.Tools are the runner's own.
+	runnerTools int
+	// Tool policy: the managed calls cllama ran in the conversation before
+	// this turn and their rounds (from the hidden rounds it restored, never
+	// from the runner's messages), the calls this turn admitted so far, in
+	// the model's order, and what the last presentation withheld.
 	sessionCalled []string
 	sessionRounds int
 	called        []string
@@ -117,10 +121,15 @@ func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *f
 	if t.pres, err = cat.present(f, req.ToolNames); err != nil {
 		return nil, internalFailure("presenting tools: %v", err)
 	}
-	req.Messages, t.visible = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
-	t.applyPolicy()
+	var restored []json.RawMessage
+	req.Messages, t.visible, restored = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
 	// Managed tools are appended after the runner's own (issue 151: additive).
+	t.runnerTools = len(req.Tools)
 	req.Tools = append(req.Tools, t.pres.defs...)
+	if t.hasRules() {
+		t.scanSession(restored)
+		t.applyPolicy()
+	}
 	if err := f.RewriteToolChoice(req, t.pres.choiceTarget); err != nil {
 		return nil, &failure{status: http.StatusBadRequest, errType: apierror.TypeInvalidRequest, msg: "cllama: tool_choice: " + err.Error()}
 	}
@@ -146,6 +155,11 @@ func (t *turn) run(parent context.Context) outcome {
 func (t *turn) round(ctx, parent context.Context) (outcome, bool) {
 	ctx, span := tracing.Start(ctx, "claw.round", trace.SpanKindInternal, attribute.Int("claw.round", t.calls+1))
 	defer span.End()
+	if len(t.rounds) > 0 && t.hasRules() {
+		// A call of the last round may have unlocked (or locked) a tool:
+		// the model is offered what the rules allow now.
+		t.applyPolicy()
+	}
 	resp, fail := t.ask(ctx, parent)
 	if fail != nil {
 		span.SetStatus(codes.Error, fail.errType)

@@ -65,8 +65,8 @@ func TestRestoreWalkMatchesAFreshWalk(t *testing.T) {
 				if prev := memo.walk(walkKey{format: f.Name(), agent: "a"}); prev != nil && prev.shared(conv) > 0 {
 					walked++
 				}
-				got, gotChain := restore(f, memo, store, "a", conv)
-				want, wantChain := restore(f, newCanonCache(canonCacheSize), store, "a", conv)
+				got, gotChain, _ := restore(f, memo, store, "a", conv)
+				want, wantChain, _ := restore(f, newCanonCache(canonCacheSize), store, "a", conv)
 				if gotChain != wantChain || !slices.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
 					t.Fatalf("request %d (%d messages): with the walk\n%s\nwithout\n%s", i, len(conv), joinRaw(got), joinRaw(want))
 				}
