@@ -148,9 +148,9 @@ func (c *catalog) nativeModeTool(name string) (*manifest.Tool, bool) {
 // tool keeps its name and the managed tool is presented under a hashed
 // alias for this request.
 type presentation struct {
-	c       *catalog
-	alias   map[string]string // canonical -> presented (only overrides)
-	byName  map[string]*manifest.Tool
+	c      *catalog
+	alias  map[string]string // canonical -> presented (only overrides)
+	byName map[string]*manifest.Tool
 	// all is every managed tool's definition (catalog order), defs those
 	// presented: all but the withheld.
 	all, defs []json.RawMessage
