@@ -186,8 +186,11 @@ func (s *Sink) Event(e *audit.Event) {
 			s.mu.Unlock()
 		}
 	case audit.TypeToolCall:
+		// A call that named a compiled tool carries its service; any
+		// other (a name the model made up, whatever the outcome: unknown,
+		// or past a cap before it was resolved) is tool "unknown".
 		tool, service := e.Tool, e.Service
-		if e.Status == "unknown_tool" || tool == "" {
+		if e.Status == "unknown_tool" || tool == "" || service == "" {
 			tool, service = Unknown, Unknown
 		}
 		mode := e.Mode
