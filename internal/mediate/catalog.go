@@ -1,23 +1,17 @@
 package mediate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/snapcache"
+	"github.com/clawdapus/clawgo/internal/toolname"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-// aliasPattern is what both providers accept as a tool name.
-var aliasPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // catalog is one manifest's managed tools as presented to a model: the
-// provider-safe alias of every canonical name and the pre-rendered tool
+// provider-safe alias of every canonical name (internal/toolname) and the pre-rendered tool
 // definitions of both formats. It is built once per manifest snapshot
 // (issue 3 "The alias map is built once per manifest") and shared.
 type catalog struct {
@@ -52,9 +46,6 @@ func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) 
 		byAlias:     make(map[string]*manifest.Tool, len(t.Tools)),
 		defs:        map[string][]json.RawMessage{},
 	}
-	// First pass: the readable alias; names it gives to two tools, or that
-	// do not fit, take a hashed form instead.
-	count := map[string]int{}
 	for i := range t.Tools {
 		tool := &t.Tools[i]
 		if tool.Native() {
@@ -62,21 +53,22 @@ func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) 
 				c.nativeMode = map[string]*manifest.Tool{}
 			}
 			c.nativeMode[tool.Name] = tool
-			c.nativeMode[readableAlias(tool.Name)] = tool
+			c.nativeMode[toolname.Readable(tool.Name)] = tool
 			continue
 		}
 		c.tools = append(c.tools, tool)
 		c.byCanonical[tool.Name] = tool
-		count[readableAlias(tool.Name)]++
+	}
+	names := make([]string, len(c.tools))
+	for i, tool := range c.tools {
+		names[i] = tool.Name
+	}
+	alias, err := toolname.Aliases(names)
+	if err != nil {
+		return nil, fmt.Errorf("tools.json: %v", err)
 	}
 	for _, tool := range c.tools {
-		a := readableAlias(tool.Name)
-		if count[a] > 1 || !aliasPattern.MatchString(a) {
-			a = hashedAlias(tool.Name)
-		}
-		if _, taken := c.byAlias[a]; taken {
-			return nil, fmt.Errorf("tools.json: tool %q: alias %q collides", tool.Name, a)
-		}
+		a := alias[tool.Name]
 		c.alias[tool.Name] = a
 		c.byAlias[a] = tool
 	}
@@ -92,38 +84,6 @@ func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) 
 		c.defs[f.Name()] = defs
 	}
 	return c, nil
-}
-
-// readableAlias turns "<service>.<tool>" into "<service>__<tool>" with any
-// other character outside [a-zA-Z0-9_-] replaced by "_".
-func readableAlias(canonical string) string {
-	svc, tool, _ := strings.Cut(canonical, ".")
-	return sanitize(svc) + "__" + sanitize(tool)
-}
-
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '_'
-	}, s)
-}
-
-// hashedAlias is a readable prefix plus a digest of the canonical name:
-// stable and unique for any manifest.
-func hashedAlias(canonical string) string { return saltedAlias(canonical, "") }
-
-// saltedAlias is hashedAlias with a salt in the digest, for a second,
-// different alias of the same tool.
-func saltedAlias(canonical, salt string) string {
-	sum := sha256.Sum256([]byte(salt + canonical))
-	suffix := "_" + hex.EncodeToString(sum[:5])
-	prefix := readableAlias(canonical)
-	if max := 64 - len(suffix); len(prefix) > max {
-		prefix = prefix[:max]
-	}
-	return prefix + suffix
 }
 
 // resolve returns the managed tool a model-emitted name refers to: its
@@ -188,7 +148,7 @@ func (c *catalog) present(f wire.ToolLoop, nativeNames []string) (*presentation,
 			p.byName = map[string]*manifest.Tool{}
 			p.defs = append([]json.RawMessage(nil), p.defs...)
 		}
-		a := saltedAlias(tool.Name, "runner-collision:")
+		a := toolname.Salted(tool.Name, "runner-collision:")
 		d, err := f.ToolDefinition(a, tool.Description, tool.InputSchema)
 		if err != nil {
 			return nil, err

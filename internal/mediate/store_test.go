@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolname"
 )
 
 type fakeClock struct{ t time.Time }
@@ -245,22 +246,6 @@ func TestStoreReloadHoldsNoMessages(t *testing.T) {
 	runtime.KeepAlive(s)
 }
 
-func TestAliases(t *testing.T) {
-	cases := map[string]string{
-		"trading-api.get_market_context": "trading-api__get_market_context",
-		"svc.a.b":                        "svc__a_b",
-	}
-	for in, want := range cases {
-		if got := readableAlias(in); got != want {
-			t.Errorf("%s -> %s, want %s", in, got, want)
-		}
-	}
-	long := "service-with-a-very-long-name-indeed.and-a-tool-name-that-is-also-quite-long"
-	if a := hashedAlias(long); len(a) > 64 || !aliasPattern.MatchString(a) || a != hashedAlias(long) {
-		t.Errorf("hashed alias %q", a)
-	}
-}
-
 func TestCatalogAliasesAreCollisionFree(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object"}`)
 	m := &manifest.Tools{Version: 1, Tools: []manifest.Tool{{Name: "a.b.c", InputSchema: schema}, {Name: "a.b_c", InputSchema: schema}, {Name: "a.d", InputSchema: schema}}}
@@ -272,7 +257,7 @@ func TestCatalogAliasesAreCollisionFree(t *testing.T) {
 		t.Errorf("aliases %v", c.alias)
 	}
 	for canonical, a := range c.alias {
-		if !aliasPattern.MatchString(a) {
+		if !toolname.Safe(a) {
 			t.Errorf("%s -> %q", canonical, a)
 		}
 		if tool, ok := c.resolve(a); !ok || tool.Name != canonical {
