@@ -263,13 +263,21 @@ func TestMCPListsExactlyTheGrantedNativeTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var names []string
+			// Listed under names every provider accepts, the canonical
+			// name in _meta.
+			var names, canonical []string
 			for _, tool := range list.Tools {
 				names = append(names, tool.Name)
+				c, _ := tool.Meta["io.clawdapus/canonical-name"].(string)
+				canonical = append(canonical, c)
 			}
 			slices.Sort(names)
-			if want := []string{"calc.add", "desk.big", "desk.get_context", "desk.slow"}; !slices.Equal(names, want) {
+			slices.Sort(canonical)
+			if want := []string{"calc__add", "desk__big", "desk__get_context", "desk__slow"}; !slices.Equal(names, want) {
 				t.Fatalf("tools = %v, want %v (the mediated desk.trade is not listed)", names, want)
+			}
+			if want := []string{"calc.add", "desk.big", "desk.get_context", "desk.slow"}; !slices.Equal(canonical, want) {
+				t.Fatalf("canonical names = %v, want %v", canonical, want)
 			}
 			raw, _ := json.Marshal(list)
 			for _, secret := range []string{p.svc.srv.URL, "127.0.0.1", "compiled-secret", "calc-secret", "projected-for-analyst", "execution", "base_url"} {
@@ -278,7 +286,7 @@ func TestMCPListsExactlyTheGrantedNativeTools(t *testing.T) {
 				}
 			}
 			for _, tool := range list.Tools {
-				if tool.Name != "desk.get_context" {
+				if tool.Name != "desk__get_context" {
 					continue
 				}
 				in, _ := json.Marshal(tool.InputSchema)

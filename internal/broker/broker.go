@@ -42,6 +42,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/toolname"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -307,7 +308,7 @@ func (as *agentServer) sync(a *agentctx.Agent) {
 	as.synced = a
 	defs := make([]*mcp.Tool, 0, len(a.Native))
 	for _, t := range a.Native {
-		d, err := definition(t)
+		d, err := definition(t, a.NativeName(t.Name))
 		if err != nil {
 			as.b.rec.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: as.id, Tool: t.Name, Error: "native tool not served on /mcp: " + err.Error()})
 			continue
@@ -344,14 +345,22 @@ func addTool(s *mcp.Server, d *mcp.Tool, h mcp.ToolHandler) (err error) {
 	return nil
 }
 
+// canonicalNameMeta is the _meta key that carries a listed tool's
+// canonical name ("<service>.<tool>").
+const canonicalNameMeta = "io.clawdapus/canonical-name"
+
 // definition is what an MCP client sees of t: the compiled definition,
-// never its execution.
-func definition(t *manifest.Tool) (*mcp.Tool, error) {
+// never its execution, listed as name (the provider-safe alias: runners
+// hand MCP tool names to the model as they are, and providers refuse a
+// dot), with the canonical name as its title (unless it has one) and in
+// _meta.
+func definition(t *manifest.Tool, name string) (*mcp.Tool, error) {
 	in, err := objectSchema(t.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("inputSchema: %w", err)
 	}
-	d := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: in}
+	d := &mcp.Tool{Name: name, Title: t.Name, Description: t.Description, InputSchema: in,
+		Meta: mcp.Meta{canonicalNameMeta: t.Name}}
 	if len(t.OutputSchema) > 0 {
 		out, err := objectSchema(t.OutputSchema)
 		if err != nil {
@@ -363,7 +372,9 @@ func definition(t *manifest.Tool) (*mcp.Tool, error) {
 		ro := a.IsReadOnly()
 		d.Annotations = &mcp.ToolAnnotations{Title: a.Title, ReadOnlyHint: ro, DestructiveHint: a.DestructiveHint,
 			IdempotentHint: a.IdempotentHint != nil && *a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
-		d.Title = a.Title
+		if a.Title != "" {
+			d.Title = a.Title
+		}
 	}
 	return d, nil
 }
@@ -536,13 +547,14 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 	return res, nil
 }
 
-// mediatedTool returns a's mediated tool of that name, if any.
+// mediatedTool returns a's mediated tool of that name (canonical, or as
+// a provider-safe name reads it), if any.
 func mediatedTool(a *agentctx.Agent, name string) *manifest.Tool {
 	if a.Tools == nil {
 		return nil
 	}
 	for i := range a.Tools.Tools {
-		if t := &a.Tools.Tools[i]; t.Name == name && !t.Native() {
+		if t := &a.Tools.Tools[i]; (t.Name == name || toolname.Readable(t.Name) == name) && !t.Native() {
 			return t
 		}
 	}

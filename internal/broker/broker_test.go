@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/toolname"
 )
 
 type runnerFunc func(context.Context, toolexec.Call) toolexec.Envelope
@@ -58,7 +59,10 @@ func TestListFollowsTheAgentsContext(t *testing.T) {
 		}
 		var out []string
 		for _, tool := range l.Tools {
-			out = append(out, tool.Name)
+			out = append(out, tool.Title)
+			if !toolname.Safe(tool.Name) || tool.Name != toolname.Readable(tool.Title) || tool.Meta["io.clawdapus/canonical-name"] != tool.Title {
+				t.Fatalf("tool %q (title %q, _meta %v): want a provider-safe name, the canonical name as title and in _meta", tool.Name, tool.Title, tool.Meta)
+			}
 			if s, _ := json.Marshal(tool.InputSchema); string(s) != `{"properties":{},"type":"object"}` {
 				t.Fatalf("inputSchema %s: MCP wants type object stated", s)
 			}
@@ -150,7 +154,7 @@ func TestPolicyOnMCP(t *testing.T) {
 		}
 		var out []string
 		for _, tool := range l.Tools {
-			out = append(out, tool.Name)
+			out = append(out, tool.Title)
 		}
 		slices.Sort(out)
 		return out
@@ -176,5 +180,9 @@ func TestPolicyOnMCP(t *testing.T) {
 	}
 	if _, env := call("svc.two"); !env.OK || ran["svc.two"] != 1 {
 		t.Fatalf("svc.two after svc.one: %+v", env)
+	}
+	// The name it is listed under calls it too.
+	if _, env := call("svc__two"); !env.OK || ran["svc.two"] != 2 {
+		t.Fatalf("svc__two: %+v", env)
 	}
 }

@@ -47,7 +47,7 @@ func run(ctx context.Context, cfg convo.Config, t *convo.Transcript) error {
 		t.Line("mcp", fmt.Sprintf("connected to %s at %s", s.Name, s.URL))
 	}
 	for _, mt := range tb.tools {
-		t.Line("mcp", fmt.Sprintf("tool %s from %s, offered to the model as %s", mt.Tool.Name, mt.Server, mt.ModelName))
+		t.Line("mcp", fmt.Sprintf("tool %s from %s, offered to the model as %s", mt.Canonical(), mt.Server, mt.ModelName))
 	}
 	if len(tb.tools) == 0 {
 		t.Line("mcp", "the MCP servers list no tools")
@@ -95,8 +95,8 @@ func converse(ctx context.Context, cfg convo.Config, t *convo.Transcript, tb *to
 				switch mt, ok := tb.find(name); {
 				case ok:
 					out, _ = mt.call(ctx, args)
-					t.Line("tool", fmt.Sprintf("%s(%s) -> %s [mcp]", mt.Tool.Name, args, clip(out, 400)))
-					result.MCPCalls = append(result.MCPCalls, mt.Tool.Name)
+					t.Line("tool", fmt.Sprintf("%s(%s) -> %s [mcp]", mt.Canonical(), args, clip(out, 400)))
+					result.MCPCalls = append(result.MCPCalls, mt.Canonical())
 				case name == convo.NoteToolName:
 					out, _ = notes.Run(name, []byte(args))
 					t.Line("tool", fmt.Sprintf("%s(%s) -> %s [runner-native]", name, args, out))

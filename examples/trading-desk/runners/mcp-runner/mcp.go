@@ -25,6 +25,16 @@ type mcpTool struct {
 	session   *mcp.ClientSession
 }
 
+// Canonical is the tool's pod name ("<service>.<tool>"): cllama lists a
+// tool under a name every model provider accepts and gives its canonical
+// name in _meta; other servers' names are their own.
+func (t *mcpTool) Canonical() string {
+	if n, ok := t.Tool.Meta["io.clawdapus/canonical-name"].(string); ok && n != "" {
+		return n
+	}
+	return t.Tool.Name
+}
+
 // toolbox is every MCP session the runner holds and the tools they offer.
 type toolbox struct {
 	tools    []*mcpTool
