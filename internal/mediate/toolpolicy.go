@@ -67,17 +67,20 @@ func (t *turn) scanSession(msgs []json.RawMessage) {
 
 // applyPolicy presents to the next upstream call only the managed tools
 // whose conditions hold now, and remembers why the others were withheld
-// for the records.
+// for the records (a tool withheld in any round of the turn, even if a
+// later round offered it).
 func (t *turn) applyPolicy() {
 	r := t.m.policy.For(t.x.Agent.Tools, t.policyInput())
 	_, denied := r.Filter(t.pres.c.tools)
 	if len(denied) == 0 && len(t.pres.withheld) == 0 {
 		return
 	}
-	t.filtered = t.filtered[:0]
 	withheld := make(map[string]bool, len(denied))
 	for _, d := range denied {
 		withheld[d.Tool] = true
+		if slices.ContainsFunc(t.filtered, func(f audit.Filtered) bool { return f.Tool == d.Tool }) {
+			continue // the records list a tool withheld in any round once
+		}
 		f := audit.Filtered{Tool: d.Tool, Rules: d.Rules}
 		if d.Err != nil {
 			f.Error = d.Err.Error()
