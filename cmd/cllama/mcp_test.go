@@ -132,12 +132,23 @@ type mcpPod struct {
 
 func startMCPPod(t testing.TB, extraEnv ...string) *mcpPod {
 	t.Helper()
+	return startMCPPodWith(t, nil, extraEnv...)
+}
+
+// startMCPPodWith is startMCPPod with more files written by more (the
+// context and auth directories, the tool service's URL) before cllama
+// starts.
+func startMCPPodWith(t testing.TB, more func(ctxDir, authDir, svcURL string), extraEnv ...string) *mcpPod {
+	t.Helper()
 	p := &mcpPod{dir: t.TempDir(), svc: newToolService(t), audit: &lockedBuffer{}, stderr: &lockedBuffer{}}
 	ctxDir := filepath.Join(p.dir, "context")
 	write(t, filepath.Join(ctxDir, "analyst", "metadata.json"), `{"token":"analyst:s3cret"}`)
 	write(t, filepath.Join(ctxDir, "analyst", "tools.json"), nativeTools(p.svc.srv.URL))
 	write(t, filepath.Join(ctxDir, "analyst", "service-auth", "desk.json"), `{"service":"desk","auth_type":"bearer","token":"projected-for-analyst"}`)
 	write(t, filepath.Join(ctxDir, "plain", "metadata.json"), `{"token":"plain:other"}`)
+	if more != nil {
+		more(ctxDir, filepath.Join(p.dir, "auth"), p.svc.srv.URL)
+	}
 	env := append([]string{
 		"CLAW_CONTEXT_ROOT=" + ctxDir,
 		"CLAW_AUTH_DIR=" + filepath.Join(p.dir, "auth"),

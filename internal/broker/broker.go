@@ -26,7 +26,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -580,7 +579,7 @@ func (as *agentServer) record(id string, start time.Time, name string, tool *man
 	tc := history.ToolCall{Name: name, Arguments: args, Result: content, LatencyMS: latency, Mode: manifest.ModeNative}
 	if tool != nil {
 		tc.Name, tc.Service = tool.Name, tool.Execution.Service
-		if executed := toolcall.Executed(args, as.id); !bytes.Equal(executed, args) {
+		if executed := toolcall.Executed(args, as.id, tool); !bytes.Equal(executed, args) {
 			tc.Arguments, tc.ModelArguments = executed, args
 		}
 	}
@@ -657,16 +656,11 @@ func (as *agentServer) policyInput(a *agentctx.Agent, sid string) policy.Input {
 // policyInputOutside is policyInput but for the session, which the
 // caller reads under as.mu.
 func (as *agentServer) policyInputOutside(a *agentctx.Agent) policy.Input {
-	in := policy.Input{Now: as.b.o.Now(), Agent: policy.Agent{ID: a.ID, Service: a.Metadata.Service, Type: a.Metadata.Type}}
+	var feeds map[string]string
 	if as.b.o.Feeds != nil {
-		if fs := as.b.o.Feeds(a); len(fs) > 0 {
-			in.Feeds = make(map[string]any, len(fs))
-			for name, body := range fs {
-				in.Feeds[name] = policy.FeedValue([]byte(body))
-			}
-		}
+		feeds = as.b.o.Feeds(a)
 	}
-	return in
+	return toolcall.PolicyInput(as.b.o.Now(), a, feeds, policy.Session{})
 }
 
 // sessionLocked is what session sid called; as.mu is held.
@@ -702,7 +696,7 @@ func (as *agentServer) filterList(l *mcp.ListToolsResult, sid string) {
 // "once" rule runs its tool once). denied is the answer to a call whose
 // conditions do not hold.
 func (as *agentServer) admit(a *agentctx.Agent, tool *manifest.Tool, sid string) (env toolexec.Envelope, denied bool) {
-	ruled := a.Tools != nil && len(a.Tools.Rules) > 0 && len(tool.When) > 0
+	ruled := toolcall.Ruled(a, tool)
 	var in policy.Input
 	if ruled {
 		in = as.policyInputOutside(a)
@@ -711,13 +705,8 @@ func (as *agentServer) admit(a *agentctx.Agent, tool *manifest.Tool, sid string)
 	defer as.mu.Unlock()
 	if ruled {
 		in.Session = as.sessionLocked(sid)
-		ok, d := as.b.policy.For(a.Tools, in).Allowed(tool)
-		if !ok {
-			msg := fmt.Sprintf("not executed: %s is not available now; its grant conditions (%s) do not hold", tool.Name, strings.Join(d.Rules, ", "))
-			if d.Err != nil {
-				msg += fmt.Sprintf(" (%v)", d.Err)
-			}
-			return toolexec.Fail(toolexec.CodePolicyDenied, msg, 0), true
+		if ok, d := as.b.policy.For(a.Tools, in).Allowed(tool); !ok {
+			return toolcall.PolicyDenied(d), true
 		}
 	}
 	as.noteCalledLocked(sid, tool.Name)

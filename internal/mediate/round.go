@@ -150,7 +150,7 @@ func (t *turn) admit(round int, c wire.Call, tool *manifest.Tool, i, n int) pend
 		p.env = toolexec.Fail(toolexec.CodeInvalidArguments, err.Error(), toolexec.RPCInvalidParams)
 		return p
 	}
-	executed := toolcall.Executed(args, t.x.Agent.ID)
+	executed := toolcall.Executed(args, t.x.Agent.ID, tool)
 	// The trace shows the arguments as executed, and the model's beside
 	// them when they differ: an operator reading another agent's claw_id
 	// on a call must not conclude that agent's data was read.

@@ -2,13 +2,12 @@ package mediate
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/policy"
+	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -28,19 +27,8 @@ func (t *turn) hasRules() bool { return t.x.Agent.Tools != nil && len(t.x.Agent.
 
 // policyInput is what the conditions see now.
 func (t *turn) policyInput() policy.Input {
-	a := t.x.Agent
-	in := policy.Input{
-		Now:     t.m.opt.Now(),
-		Agent:   policy.Agent{ID: a.ID, Service: a.Metadata.Service, Type: a.Metadata.Type},
-		Session: policy.Session{Called: slices.Concat(t.sessionCalled, t.called), Rounds: int64(t.sessionRounds + len(t.rounds))},
-	}
-	if len(t.x.Feeds) > 0 {
-		in.Feeds = make(map[string]any, len(t.x.Feeds))
-		for name, body := range t.x.Feeds {
-			in.Feeds[name] = policy.FeedValue([]byte(body))
-		}
-	}
-	return in
+	return toolcall.PolicyInput(t.m.opt.Now(), t.x.Agent, t.x.Feeds,
+		policy.Session{Called: slices.Concat(t.sessionCalled, t.called), Rounds: int64(t.sessionRounds + len(t.rounds))})
 }
 
 // scanSession reads the hidden rounds restored into the conversation
@@ -93,16 +81,11 @@ func (t *turn) applyPolicy() {
 
 // policyDenied checks tool's conditions again before a call of it runs.
 func (t *turn) policyDenied(tool *manifest.Tool) (toolexec.Envelope, bool) {
-	if !t.hasRules() || len(tool.When) == 0 {
+	if !toolcall.Ruled(t.x.Agent, tool) {
 		return toolexec.Envelope{}, false
 	}
-	ok, d := t.m.policy.For(t.x.Agent.Tools, t.policyInput()).Allowed(tool)
-	if ok {
-		return toolexec.Envelope{}, false
+	if ok, d := t.m.policy.For(t.x.Agent.Tools, t.policyInput()).Allowed(tool); !ok {
+		return toolcall.PolicyDenied(d), true
 	}
-	msg := fmt.Sprintf("not executed: %s is not available now; its grant conditions (%s) do not hold", tool.Name, strings.Join(d.Rules, ", "))
-	if d.Err != nil {
-		msg += fmt.Sprintf(" (%v)", d.Err)
-	}
-	return toolexec.Fail(toolexec.CodePolicyDenied, msg, 0), true
+	return toolexec.Envelope{}, false
 }

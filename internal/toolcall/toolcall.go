@@ -13,13 +13,11 @@
 package toolcall
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -85,6 +83,7 @@ func Run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, o
 }
 
 func run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, onPanic func(any)) Outcome {
+	c.Policy = c.Policy.WithDefaults()
 	timeout := Timeout(c.Tool, c.Policy)
 	call := toolexec.Call{AgentID: c.Agent.ID, Tool: c.Tool, Arguments: c.Arguments, Timeout: timeout, MaxResultBytes: c.Policy.MaxToolResultBytes}
 	if sa := c.Agent.ServiceAuth[c.Tool.Execution.Service]; sa != nil {
@@ -132,23 +131,22 @@ func runRecovered(ctx context.Context, r toolexec.Runner, call toolexec.Call, on
 }
 
 // Check enforces the envelope contract whatever the Runner did: a
-// failure has an error, data is valid JSON, and data over max is cut with
-// truncated/original_bytes (spec 000 "Truncation MUST be explicit").
+// failure has an error, data is valid JSON, and data over max (the
+// default when max is 0) is cut by the executor's own rule
+// (toolexec.Cut: the whole envelope within max, truncated and
+// original_bytes set; spec 000 "Truncation MUST be explicit").
 func Check(env toolexec.Envelope, max int) toolexec.Envelope {
+	if max <= 0 {
+		max = manifest.DefaultMaxToolResultBytes
+	}
 	if !env.OK && env.Error == nil {
 		env.Error = &toolexec.Error{Code: toolexec.CodeToolError, Message: "the tool failed without a reason"}
 	}
 	if len(env.Data) > 0 && !json.Valid(env.Data) {
 		env.Data = wire.Quote(string(env.Data))
 	}
-	if env.OK && !env.Truncated && max > 0 && len(env.Data) > max {
-		cut := string(env.Data[:max])
-		for len(cut) > 0 && !utf8.ValidString(cut) {
-			cut = cut[:len(cut)-1]
-		}
-		env.OriginalBytes = len(env.Data)
-		env.Truncated = true
-		env.Data = wire.Quote(cut)
+	if env.OK && !env.Truncated && len(env.Data) > max {
+		env = toolexec.Cut(env.Data, max)
 	}
 	return env
 }
@@ -171,45 +169,11 @@ func Encode(env toolexec.Envelope) json.RawMessage {
 }
 
 // Executed is args as the service receives them as far as an operator
-// (and duplicate detection) cares: toolexec drops every other spelling of
-// claw_id (toolexec.SpellsClawID) and forces claw_id to the agent's id,
-// so calls differing only there are one call, and a trace shows the id
-// that was really used.
-func Executed(args json.RawMessage, agentID string) json.RawMessage {
-	if !containsFold(args, "claw") && !bytes.Contains(args, []byte(`\u`)) {
-		return args // cannot hold a claw_id key, escaped or not
-	}
-	obj, err := wire.DecodeObject(args)
-	if err != nil {
-		return args
-	}
-	changed := false
-	for k := range obj {
-		if k != "claw_id" && toolexec.SpellsClawID(k) {
-			delete(obj, k)
-			changed = true
-		}
-	}
-	if _, ok := obj["claw_id"]; ok {
-		obj["claw_id"] = wire.Quote(agentID)
-		changed = true
-	}
-	if !changed {
-		return args
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return args
-	}
-	return b
-}
-
-// containsFold reports whether b contains the ASCII word w in any case.
-func containsFold(b []byte, w string) bool {
-	for i := 0; i+len(w) <= len(b); i++ {
-		if bytes.EqualFold(b[i:i+len(w)], []byte(w)) {
-			return true
-		}
-	}
-	return false
+// (and duplicate detection) cares, by the executor's own rule
+// (toolexec.ExecutedArguments): other spellings of claw_id dropped and
+// claw_id forced to the agent's id when given or declared by tool's
+// schema, so calls differing only there are one call, and a trace shows
+// the id the service really got.
+func Executed(args json.RawMessage, agentID string, tool *manifest.Tool) json.RawMessage {
+	return toolexec.ExecutedArguments(args, agentID, tool)
 }

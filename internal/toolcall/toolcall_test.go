@@ -122,9 +122,32 @@ func TestExecutedShowsTheClawIDThatWasUsed(t *testing.T) {
 		`{"clawID":"bob","claw_id":"carol"}`:      `{"claw_id":"alice"}`,
 		`{"note":"claws","nested":{"claw_id":1}}`: `{"note":"claws","nested":{"claw_id":1}}`,
 	} {
-		if got := string(Executed(json.RawMessage(in), "alice")); got != want {
+		if got := string(Executed(json.RawMessage(in), "alice", nil)); got != want {
 			t.Errorf("Executed(%s) = %s, want %s", in, got, want)
 		}
+	}
+	// A schema that declares claw_id: the service gets it even when the
+	// model left it out, and the trace shows it (before, the trace
+	// omitted the id the service received).
+	declares := &manifest.Tool{InputSchema: json.RawMessage(`{"type":"object","properties":{"claw_id":{"type":"string"},"x":{}}}`)}
+	if got := string(Executed(json.RawMessage(`{"x":1}`), "alice", declares)); got != `{"claw_id":"alice","x":1}` {
+		t.Errorf("declared claw_id: %s", got)
+	}
+}
+
+// Check cuts an over-cap result by the executor's rule: the whole
+// envelope within the cap, its size said (before, the data was cut to
+// the cap and quoted, so the envelope exceeded it).
+func TestCheckKeepsTheEnvelopeWithinTheCap(t *testing.T) {
+	data, _ := json.Marshal(strings.Repeat("x", 5000))
+	env := Check(toolexec.Envelope{OK: true, Data: data}, 1000)
+	enc := Encode(env)
+	if !env.Truncated || env.OriginalBytes != len(data) || len(enc) > 1000 {
+		t.Fatalf("envelope of %d bytes (cap 1000), truncated %v, original %d", len(enc), env.Truncated, env.OriginalBytes)
+	}
+	big, _ := json.Marshal(strings.Repeat("x", 3*manifest.DefaultMaxToolResultBytes))
+	if env := Check(toolexec.Envelope{OK: true, Data: big}, 0); !env.Truncated || len(Encode(env)) > manifest.DefaultMaxToolResultBytes {
+		t.Fatalf("limit 0 must be the default cap: %d bytes", len(Encode(env)))
 	}
 }
 

@@ -246,15 +246,15 @@ func (e *Executor) Run(ctx context.Context, c Call) Envelope {
 		auth = exec.Auth
 	}
 	sc := newScrubber(exec, auth)
+	// The bounds are the governed call's (internal/toolcall decides them
+	// from the tool and the agent's policy); these are only guards for a
+	// Call made without them.
 	maxBytes := c.MaxResultBytes
 	if maxBytes <= 0 {
 		maxBytes = manifest.DefaultMaxToolResultBytes
 		c.MaxResultBytes = maxBytes
 	}
 	timeout := c.Timeout
-	if exec.TimeoutMS > 0 {
-		timeout = time.Duration(exec.TimeoutMS) * time.Millisecond
-	}
 	if timeout <= 0 {
 		timeout = e.opts.DefaultTimeout
 	}

@@ -479,14 +479,8 @@ func TestTimeouts(t *testing.T) {
 		t.Errorf("message leaks the URL: %q", env.Error.Message)
 	}
 
-	// The tool's timeout_ms overrides the policy's.
-	tool.Execution.TimeoutMS = 100
-	start = time.Now()
-	env = e.Run(context.Background(), Call{AgentID: "a", Tool: tool, Timeout: time.Minute})
-	wantFail(t, env, CodeTimeout, RPCTimeout)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("timeout_ms was not applied: took %s", d)
-	}
+	// The message states the bound it was given (the tool's timeout_ms
+	// or the policy's: internal/toolcall decides which).
 	if !strings.Contains(env.Error.Message, "100ms") {
 		t.Errorf("message %q does not state the timeout", env.Error.Message)
 	}

@@ -146,6 +146,15 @@ type result struct {
 	sizeAtLeast bool
 }
 
+// Cut is a success envelope of data (valid JSON) within maxBytes: data as
+// it is when its serialized envelope fits, else bound's cut with
+// truncated and original_bytes. It is how a result that reached the
+// caller over the cap is cut (internal/toolcall), the same rule as a
+// result cut here.
+func Cut(data json.RawMessage, maxBytes int) Envelope {
+	return bound(result{json: data}, maxBytes)
+}
+
 // bound turns a result into a success envelope. Data whose serialized size
 // exceeds maxBytes becomes a JSON string holding the first bytes of the
 // text (or of the JSON's serialization), cut on a rune boundary so that the
