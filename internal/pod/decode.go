@@ -29,8 +29,6 @@ func (d *decoder) warnf(key, format string, args ...any) {
 
 var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "tools-mode", "feeds-defaults", "tool-policy", "runner-env"}
 
-var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env", "models", "tool-annotations"}
-
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
 // in errors; warnings report keys it ignores.
 func DecodePodClaw(file string, v any) (Claw, []string, error) {
@@ -263,153 +261,60 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	// key is decoded whatever became of the others.
 	var problems Errors
 	d.unknownKeys("x-claw", m, serviceKeys)
-	if c.Agent, err = d.str("x-claw.agent", m["agent"], false); err != nil {
-		if !problems.Collect(err) {
+	for _, k := range serviceKeyDecoders {
+		raw, ok := m[k.name]
+		if !ok || (raw == nil && !k.null) {
+			continue
+		}
+		if err := k.decode(d, c, raw); err != nil && !problems.Collect(err) {
 			return nil, err
 		}
 	}
-	if c.Type, err = d.str("x-claw.type", m["type"], false); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if c.DescribeFile, err = d.str("x-claw.describe-file", m["describe-file"], false); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if c.Cllama, err = d.cllama(m["cllama"]); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if raw, ok := m["surfaces"]; ok && raw != nil {
-		if c.Surfaces, err = d.surfaces(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tools"]; ok {
-		c.HasTools = true
-		if c.Tools, err = decodeList(d, toolsList, "x-claw.tools", raw, true); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["feeds"]; ok {
-		c.HasFeeds = true
-		if c.Feeds, err = decodeList(d, feedsList, "x-claw.feeds", raw, true); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tool-policy"]; ok && raw != nil {
-		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["count"]; ok && raw != nil {
-		switch n, err := d.integer("x-claw.count", raw); {
-		case err != nil:
-			if !problems.Collect(err) {
-				if !problems.Collect(err) {
-					return nil, err
-				}
-			}
-		case n < 1 || n > 1000:
-			problems.Collect(d.errf("x-claw.count", "use a number of agents between 1 and 1000", "must be between 1 and 1000, got %d", n))
-		default:
-			c.Count = n
-		}
-	}
-	if raw, ok := m["mcp-stdio"]; ok && raw != nil {
-		if c.MCPStdio, err = d.mcpStdio(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tool-annotations"]; ok && raw != nil {
-		if c.ToolAnnotations, err = d.toolAnnotations(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["service-auth"]; ok && raw != nil {
-		if c.ServiceAuth, err = d.serviceAuth(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tool-manifests"]; ok && raw != nil {
-		if c.ToolManifests, err = d.toolManifests(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["models"]; ok && raw != nil {
-		if c.Models, err = d.models("x-claw.models", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["egress"]; ok && raw != nil {
-		if c.Egress, err = d.boolean("x-claw.egress", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-		if c.Egress && !c.IsAgent() {
-			problems.Collect(d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)"))
-		}
-	}
-	if raw, ok := m["runner-env"]; ok && raw != nil {
-		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-		if !c.CllamaEnabled() {
-			problems.Collect(d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama"))
-		}
-	}
-	if len(c.ToolManifests) > 0 && c.IsAgent() {
-		problems.Collect(d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)"))
-	}
-	if c.ToolAnnotations != nil && c.IsAgent() {
-		problems.Collect(d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate"))
-	}
-	if c.MCPStdio != nil && c.IsAgent() {
-		problems.Collect(d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)"))
-	}
-	if !c.CllamaEnabled() {
-		if _, ok := m["memory"]; ok {
-			// Spec 000 "Shipped": tools and memory without cllama are hard errors.
-			problems.Collect(d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama"))
-		}
-		if c.HasTools {
-			problems.Collect(d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama"))
-		}
-		if c.HasFeeds {
-			problems.Collect(d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama"))
-		}
-		if c.ToolPolicy != (PolicySpec{}) {
-			problems.Collect(d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama"))
-		}
+	for _, err := range d.serviceRules(c, m) {
+		problems.Collect(err)
 	}
 	if err := problems.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// serviceRules are the rules between a service's keys, checked once each
+// key is decoded: what an agent may not declare, and what needs cllama.
+func (d *decoder) serviceRules(c *ServiceClaw, m map[string]any) []*Error {
+	var out []*Error
+	if c.Egress && !c.IsAgent() {
+		out = append(out, d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)"))
+	}
+	if m["runner-env"] != nil && !c.CllamaEnabled() {
+		out = append(out, d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama"))
+	}
+	if len(c.ToolManifests) > 0 && c.IsAgent() {
+		out = append(out, d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)"))
+	}
+	if c.ToolAnnotations != nil && c.IsAgent() {
+		out = append(out, d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate"))
+	}
+	if c.MCPStdio != nil && c.IsAgent() {
+		out = append(out, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)"))
+	}
+	if c.CllamaEnabled() {
+		return out
+	}
+	if _, ok := m["memory"]; ok {
+		// Spec 000 "Shipped": tools and memory without cllama are hard errors.
+		out = append(out, d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama"))
+	}
+	if c.HasTools {
+		out = append(out, d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama"))
+	}
+	if c.HasFeeds {
+		out = append(out, d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama"))
+	}
+	if c.ToolPolicy != (PolicySpec{}) {
+		out = append(out, d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama"))
+	}
+	return out
 }
 
 func (d *decoder) cllama(v any) ([]string, error) {
