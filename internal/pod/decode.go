@@ -10,38 +10,27 @@ import (
 // (map[string]any, []any, string, int, …) into the typed grammar, naming
 // file, service and key in every error.
 type decoder struct {
-	file     string
-	service  string
-	warnings []string
+	file    string
+	service string
 }
 
 func (d *decoder) errf(key, fix, format string, args ...any) *Error {
 	return &Error{File: d.file, Service: d.service, Key: key, Problem: fmt.Sprintf(format, args...), Fix: fix}
 }
 
-func (d *decoder) warnf(key, format string, args ...any) {
-	where := d.file
-	if d.service != "" {
-		where += ": service \"" + d.service + "\""
-	}
-	d.warnings = append(d.warnings, fmt.Sprintf("%s: %s: %s", where, key, fmt.Sprintf(format, args...)))
-}
-
-var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "tools-mode", "feeds-defaults", "tool-policy", "runner-env"}
-
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
-// in errors; warnings report keys it ignores.
-func DecodePodClaw(file string, v any) (Claw, []string, error) {
+// in errors. It reports every problem of the block (an Errors), not just
+// the first.
+func DecodePodClaw(file string, v any) (Claw, error) {
 	d := &decoder{file: file}
-	c, err := d.podClaw(v)
-	return c, d.warnings, err
+	return d.podClaw(v)
 }
 
-// DecodeServiceClaw decodes one service's x-claw value.
-func DecodeServiceClaw(file, service string, v any) (*ServiceClaw, []string, error) {
+// DecodeServiceClaw decodes one service's x-claw value, reporting every
+// problem of the block.
+func DecodeServiceClaw(file, service string, v any) (*ServiceClaw, error) {
 	d := &decoder{file: file, service: service}
-	c, err := d.serviceClaw(v)
-	return c, d.warnings, err
+	return d.serviceClaw(v)
 }
 
 func (d *decoder) object(key string, v any) (map[string]any, error) {
@@ -52,24 +41,19 @@ func (d *decoder) object(key string, v any) (map[string]any, error) {
 	return m, nil
 }
 
-func (d *decoder) unknownKeys(prefix string, m map[string]any, known []string) {
+// unknownKeys refuses every key of the mapping m (written at prefix) that
+// is not in known, suggesting the nearest known key. An unknown key is an
+// error, not a warning: claw would ignore it, and a misspelt one (`tols:`,
+// `alow:`) silently changes what the pod means (an agent without its
+// tools, a grant falling back to the defaults).
+func (d *decoder) unknownKeys(prefix string, m map[string]any, known []string) error {
+	var out Errors
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(known, k) {
-			d.warnf(prefix+"."+k, "unknown key ignored (%sknown keys: %s)", didYouMean(k, known), strings.Join(known, ", "))
+			out = append(out, d.errf(prefix+"."+k, fmt.Sprintf("%suse one of: %s", didYouMean(k, known), strings.Join(known, ", ")), "unknown key"))
 		}
 	}
-}
-
-// strictKeys is unknownKeys for mappings where a misspelt key would
-// silently change what the pod means (a grant entry whose allow: is
-// misspelt falls back to the defaults): an unknown key is an error.
-func (d *decoder) strictKeys(prefix string, m map[string]any, known []string) error {
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(known, k) {
-			return d.errf(prefix+"."+k, fmt.Sprintf("%suse one of: %s", didYouMean(k, known), strings.Join(known, ", ")), "unknown key")
-		}
-	}
-	return nil
+	return out.Err()
 }
 
 // DidYouMean is didYouMean for other packages' messages.
@@ -120,43 +104,7 @@ func (d *decoder) podClaw(v any) (Claw, error) {
 	if err != nil {
 		return c, err
 	}
-	d.unknownKeys("x-claw", m, podKeys)
-	if c.Name, err = d.str("x-claw.pod", m["pod"], false); err != nil {
-		return c, err
-	}
-	if raw, ok := m["cllama-defaults"]; ok && raw != nil {
-		if c.CllamaDefaults, err = d.cllamaDefaults(raw); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["tools-defaults"]; ok {
-		c.HasToolsDefaults = true
-		if c.ToolsDefaults, err = decodeList(d, toolsList, "x-claw.tools-defaults", raw, false); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["tools-mode"]; ok && raw != nil {
-		if c.ToolsMode, err = d.toolMode("x-claw.tools-mode", "tools-mode", raw); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["feeds-defaults"]; ok {
-		c.HasFeedsDefaults = true
-		if c.FeedsDefaults, err = decodeList(d, feedsList, "x-claw.feeds-defaults", raw, false); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["tool-policy"]; ok && raw != nil {
-		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["runner-env"]; ok && raw != nil {
-		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	return c, decodeKeys(d, "x-claw", podKeyDecoders, m, &c).Err()
 }
 
 // MaxCllamaReplicas bounds x-claw.cllama-defaults.replicas.
@@ -168,7 +116,9 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"})
+	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"}); err != nil {
+		return cd, err
+	}
 	switch hc := m["healthcheck"].(type) {
 	case nil:
 	case string:
@@ -259,20 +209,8 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	}
 	// Every problem of the service is reported, not just the first: each
 	// key is decoded whatever became of the others.
-	var problems Errors
-	d.unknownKeys("x-claw", m, serviceKeys)
-	for _, k := range serviceKeyDecoders {
-		raw, ok := m[k.name]
-		if !ok || (raw == nil && !k.null) {
-			continue
-		}
-		if err := k.decode(d, c, raw); err != nil && !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	for _, err := range d.serviceRules(c, m) {
-		problems.Collect(err)
-	}
+	problems := decodeKeys(d, "x-claw", serviceKeyDecoders, m, c)
+	problems = append(problems, d.serviceRules(c, m)...)
 	if err := problems.Err(); err != nil {
 		return nil, err
 	}
@@ -300,10 +238,6 @@ func (d *decoder) serviceRules(c *ServiceClaw, m map[string]any) []*Error {
 	}
 	if c.CllamaEnabled() {
 		return out
-	}
-	if _, ok := m["memory"]; ok {
-		// Spec 000 "Shipped": tools and memory without cllama are hard errors.
-		out = append(out, d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama"))
 	}
 	if c.HasTools {
 		out = append(out, d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama"))
@@ -415,7 +349,7 @@ func (d *decoder) toolAnnotations(v any) (map[string]ToolAnnotations, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := d.strictKeys(key, tm, []string{"parallel_safe"}); err != nil {
+		if err := d.unknownKeys(key, tm, []string{"parallel_safe"}); err != nil {
 			return nil, err
 		}
 		var ta ToolAnnotations
@@ -436,7 +370,9 @@ func (d *decoder) mcpStdio(v any) (*MCPStdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.unknownKeys("x-claw.mcp-stdio", m, []string{"command", "args"})
+	if err := d.unknownKeys("x-claw.mcp-stdio", m, []string{"command", "args"}); err != nil {
+		return nil, err
+	}
 	ms := &MCPStdio{}
 	if ms.Command, err = d.str("x-claw.mcp-stdio.command", m["command"], true); err != nil {
 		return nil, err
@@ -500,7 +436,9 @@ func (d *decoder) serviceAuth(v any) (map[string]ServiceAuthSpec, error) {
 			}
 			out[svc] = ServiceAuthSpec{Token: t}
 		case map[string]any:
-			d.unknownKeys(key, t, []string{"token", "principal"})
+			if err := d.unknownKeys(key, t, []string{"token", "principal"}); err != nil {
+				return nil, err
+			}
 			tok, err := d.str(key+".token", t["token"], true)
 			if err != nil {
 				return nil, err
@@ -539,7 +477,9 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 	for i, f := range fields {
 		known[i] = f.name
 	}
-	d.unknownKeys(key, m, known)
+	if err := d.unknownKeys(key, m, known); err != nil {
+		return p, err
+	}
 	for _, f := range fields {
 		raw, ok := m[f.name]
 		if !ok || raw == nil {

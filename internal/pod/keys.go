@@ -20,6 +20,64 @@ func keyNames[C any](table []keyDecoder[C]) []string {
 	return out
 }
 
+// decodeKeys decodes every key of the mapping m (written at prefix) that
+// table knows into c, in the table's order, and refuses the keys it does
+// not know. It returns every problem, not just the first: each key is
+// decoded whatever became of the others.
+func decodeKeys[C any](d *decoder, prefix string, table []keyDecoder[C], m map[string]any, c *C) Errors {
+	var problems Errors
+	problems.Collect(d.unknownKeys(prefix, m, keyNames(table)))
+	for _, k := range table {
+		raw, ok := m[k.name]
+		if !ok || (raw == nil && !k.null) {
+			continue
+		}
+		if err := k.decode(d, c, raw); err != nil && !problems.Collect(err) {
+			// The decoders say what is wrong with an *Error; anything
+			// else is still a problem of this key.
+			problems = append(problems, d.errf(prefix+"."+k.name, "correct the value", "%v", err))
+		}
+	}
+	return problems
+}
+
+// podKeyDecoders are the keys of the pod-level x-claw block.
+var podKeyDecoders = []keyDecoder[Claw]{
+	{name: "pod", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.Name, err = d.str("x-claw.pod", raw, false)
+		return err
+	}},
+	{name: "cllama-defaults", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.CllamaDefaults, err = d.cllamaDefaults(raw)
+		return err
+	}},
+	{name: "tools-defaults", null: true, decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.HasToolsDefaults = true
+		c.ToolsDefaults, err = decodeList(d, toolsList, "x-claw.tools-defaults", raw, false)
+		return err
+	}},
+	{name: "tools-mode", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.ToolsMode, err = d.toolMode("x-claw.tools-mode", "tools-mode", raw)
+		return err
+	}},
+	{name: "feeds-defaults", null: true, decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.HasFeedsDefaults = true
+		c.FeedsDefaults, err = decodeList(d, feedsList, "x-claw.feeds-defaults", raw, false)
+		return err
+	}},
+	{name: "tool-policy", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw)
+		return err
+	}},
+	{name: "runner-env", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw)
+		return err
+	}},
+}
+
+// podKeys are the keys the pod-level x-claw block knows.
+var podKeys = keyNames(podKeyDecoders)
+
 // serviceKeyDecoders are the keys of a service's x-claw block. The rules
 // between keys (what an agent may not declare, what needs cllama) are
 // decoder.serviceRules.

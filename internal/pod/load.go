@@ -111,15 +111,14 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 	for _, n := range unrunnable {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: service %q has neither image nor build; `claw up` needs one", file, n))
 	}
-	// Every service's problems are reported in one run (the first of
-	// each), not only the first service's.
+	// Every problem of the pod's and every service's x-claw is reported
+	// in one run, not only the first.
 	var problems Errors
-	claw, warns, err := DecodePodClaw(file, project.Extensions[ExtensionKey])
+	claw, err := DecodePodClaw(file, project.Extensions[ExtensionKey])
 	if err != nil && !problems.Collect(err) {
 		return nil, err
 	}
 	p.Claw = claw
-	p.Warnings = append(p.Warnings, warns...)
 	p.Name = claw.Name
 	if p.Name == "" {
 		p.Name = project.Name
@@ -128,7 +127,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 		sc := project.Services[name]
 		svc := &Service{Name: name, Compose: sc}
 		if raw, ok := sc.Extensions[ExtensionKey]; ok {
-			c, warns, err := DecodeServiceClaw(file, name, raw)
+			c, err := DecodeServiceClaw(file, name, raw)
 			if err != nil {
 				if !problems.Collect(err) {
 					return nil, err
@@ -136,7 +135,6 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 				continue
 			}
 			svc.Claw = c
-			p.Warnings = append(p.Warnings, warns...)
 		}
 		p.Services[name] = svc
 	}
