@@ -64,7 +64,7 @@ func DidYouMean(k string, known []string) string { return didYouMean(k, known) }
 func didYouMean(k string, known []string) string {
 	best, bestD := "", max(1, len(k)/3)+1
 	for _, kn := range known {
-		if dist := editDistance(strings.ToLower(k), kn); dist < bestD {
+		if dist := editDistance(strings.ToLower(k), strings.ToLower(kn)); dist < bestD {
 			best, bestD = kn, dist
 		}
 	}
