@@ -120,6 +120,28 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// A pod whose services have one problem each, one the decoder's and one
+// the compiler's, gets both from one run of every compiling verb, and
+// nothing is written.
+func TestEveryProblemInOneRun(t *testing.T) {
+	const twoServices = "../../internal/compile/testdata/err-two-services"
+	for _, verb := range []string{"compile", "up"} {
+		dir := t.TempDir()
+		copyTree(t, filepath.Join(twoServices, "pod"), dir)
+		h := newHarness()
+		code := h.run(verb, "-f", filepath.Join(dir, "claw-pod.yml"))
+		stderr := h.err.String()
+		if code != ExitFailure || !strings.Contains(stderr, "2 problems:") ||
+			!strings.Contains(stderr, `service "a": x-claw.tools[0].allow: tool "drop_table"`) ||
+			!strings.Contains(stderr, `service "b": x-claw.tools: managed tools need the cllama proxy`) {
+			t.Errorf("claw %s: exit %d, stderr %q; want both services' problems", verb, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, compile.GeneratedFile)); err == nil {
+			t.Errorf("claw %s wrote %s for a pod with problems", verb, compile.GeneratedFile)
+		}
+	}
+}
+
 func TestHelpOnEveryCommand(t *testing.T) {
 	for _, verb := range append([]string{""}, sortedVerbs()...) {
 		h := newHarness()
