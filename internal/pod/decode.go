@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // decoder turns the untyped x-claw values compose-go hands over
@@ -12,6 +14,10 @@ import (
 type decoder struct {
 	file    string
 	service string
+	// pod is the pod's decoded x-claw block when a service's is decoded
+	// in a pod (nil alone): messages about its tools say what their mode
+	// makes true.
+	pod *Claw
 }
 
 func (d *decoder) errf(key, fix, format string, args ...any) *Error {
@@ -29,7 +35,13 @@ func DecodePodClaw(file string, v any) (Claw, error) {
 // DecodeServiceClaw decodes one service's x-claw value, reporting every
 // problem of the block.
 func DecodeServiceClaw(file, service string, v any) (*ServiceClaw, error) {
-	d := &decoder{file: file, service: service}
+	return decodeServiceClaw(file, service, nil, v)
+}
+
+// decodeServiceClaw is DecodeServiceClaw for a service of a pod whose
+// x-claw block is pod.
+func decodeServiceClaw(file, service string, pod *Claw, v any) (*ServiceClaw, error) {
+	d := &decoder{file: file, service: service, pod: pod}
 	return d.serviceClaw(v)
 }
 
@@ -240,7 +252,7 @@ func (d *decoder) serviceRules(c *ServiceClaw, m map[string]any) []*Error {
 		return out
 	}
 	if c.HasTools {
-		out = append(out, d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama"))
+		out = append(out, d.toolsWithoutCllama(c))
 	}
 	if c.HasFeeds {
 		out = append(out, d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama"))
@@ -249,6 +261,38 @@ func (d *decoder) serviceRules(c *ServiceClaw, m map[string]any) []*Error {
 		out = append(out, d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama"))
 	}
 	return out
+}
+
+// toolsWithoutCllama is the error for a service granted tools without
+// cllama, saying why for the mode they are granted in: mediated tools are
+// run by the proxy; native ones the runner calls itself, but on cllama's
+// /mcp endpoint, so a native agent needs cllama all the same.
+func (d *decoder) toolsWithoutCllama(c *ServiceClaw) *Error {
+	pod := d.pod
+	if pod == nil {
+		pod = &Claw{}
+	}
+	entries, err := ExpandGrants(d.file, d.service, pod, c)
+	if err != nil {
+		entries = c.Tools
+	}
+	native, mediated := false, false
+	for _, e := range entries {
+		if e.Spread {
+			continue
+		}
+		switch pod.EntryMode(e) {
+		case manifest.ModeNative:
+			native = true
+		default:
+			mediated = true
+		}
+	}
+	if native && !mediated {
+		return d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw (native tools need it too), or remove tools",
+			"native tools are served by cllama's /mcp endpoint (the runner calls them there), so the agent still needs cllama, but the service does not declare it")
+	}
+	return d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama")
 }
 
 func (d *decoder) cllama(v any) ([]string, error) {

@@ -106,6 +106,8 @@ func TestDecodeErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, key, want string }{
 		{"not a mapping", `[1]`, "x-claw", "must be a mapping"},
 		{"tools without cllama", `tools: [api]`, "x-claw.tools", "need the cllama proxy"},
+		{"native tools without cllama", `tools: [{service: api, allow: all, mode: native}]`, "x-claw.tools", "native tools are served by cllama's /mcp endpoint"},
+		{"some native tools without cllama", `tools: [{service: api, allow: all, mode: native}, b]`, "x-claw.tools", "managed tools need the cllama proxy"},
 		{"feeds without cllama", `feeds: [a]`, "x-claw.feeds", "cllama"},
 		{"memory is no key of claw", `memory: {}`, "x-claw.memory", "unknown key"},
 		{"policy without cllama", `tool-policy: {max-rounds: 2}`, "x-claw.tool-policy", "cllama"},

@@ -142,7 +142,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 		svc := &Service{Name: name, Compose: sc}
 		p.Services[name] = svc
 		if raw, ok := sc.Extensions[ExtensionKey]; ok {
-			c, err := DecodeServiceClaw(file, name, raw)
+			c, err := decodeServiceClaw(file, name, &p.Claw, raw)
 			if err != nil && !p.Problems.Collect(err) {
 				return nil, err
 			}
