@@ -106,10 +106,15 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"compile", "-f", pod, "-q"}, ExitOK, ""},
 		{[]string{"compile", "--no-such-flag"}, ExitUsage, "unknown flag"},
+		{[]string{"compile", "--no-such-flag"}, ExitUsage, "Run 'claw compile --help' for usage."},
 		{[]string{"compile", "extra"}, ExitUsage, "takes no arguments"},
 		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
+		{[]string{"frobnicate"}, ExitUsage, "Run 'claw --help' for usage."},
+		{[]string{"--no-such-flag"}, ExitUsage, "Run 'claw --help' for usage."},
 		{[]string{"logs", "a", "b"}, ExitUsage, "at most 1"},
+		{[]string{"logs", "a", "b"}, ExitUsage, "Run 'claw logs --help' for usage."},
 		{[]string{"up", "-f", pod, "--wait-timeout", "0"}, ExitUsage, "--wait-timeout 0s: want a positive duration"},
+		{[]string{"up", "-f", pod, "--wait-timeout", "0"}, ExitUsage, "Run 'claw up --help' for usage."},
 		{[]string{"compile", "-f", filepath.Join(dir, "missing.yml")}, ExitFailure, "file not found"},
 		{[]string{"compile", "-f", filepath.Join(dir, "broken.yml")}, ExitFailure, `service "a": x-claw.tools`},
 	} {
