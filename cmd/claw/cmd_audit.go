@@ -21,7 +21,8 @@ func init() { registerVerb("audit", func(f *Factory) *cobra.Command { return New
 // AuditOptions are claw audit's inputs.
 type AuditOptions struct {
 	PodOptions
-	// Since is a duration back from now ("2h") or an RFC 3339 time.
+	// Since is a duration back from now ("2h"), a clock time ("18:21")
+	// or an RFC 3339 time (see parseSince).
 	Since string
 	// Claws and Types filter the events (empty: all).
 	Claws []string
@@ -35,7 +36,8 @@ type AuditOptions struct {
 	// Full prints arguments, results and messages uncut.
 	Full bool
 
-	// now is the clock for --since durations (nil: time.Now).
+	// now is the clock for --since durations and clock times (nil:
+	// time.Now).
 	now func() time.Time
 }
 
@@ -43,7 +45,7 @@ type AuditOptions struct {
 func NewCmdAudit(f *Factory, runF func(context.Context, *Factory, *AuditOptions) error) *cobra.Command {
 	opts := &AuditOptions{}
 	cmd := &cobra.Command{
-		Use:   "audit [-f claw-pod.yml] [--since 1h|RFC3339] [--claw AGENT] [--type TYPE] [--json] [--log FILE]",
+		Use:   "audit [-f claw-pod.yml] [--since 1h|HH:MM|RFC3339] [--claw AGENT] [--type TYPE] [--json] [--log FILE]",
 		Short: "Report what the agents did: requests, tokens, tool calls with arguments and results",
 		Long: `Audit merges cllama's audit events (from ` + "`docker compose logs cllama`" + ` of the
 running pod, or from --log FILE) with the session history cllama wrote under
@@ -58,7 +60,11 @@ tool errors, tokens in/out, models) with totals, a table per agent and tool
 (time, agent, tool, status, latency, request and round, the round's tokens,
 arguments, result) and every error. --json prints the summary and the events
 with stable field names. Lines that are not audit events are counted and
-skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.`,
+skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.
+
+--since keeps the events from a moment on: a duration back from now (30m,
+2h), a clock time in local time (18:21 or 18:21:30: today, or yesterday when
+that time is still to come), or an RFC 3339 time (2006-01-02T15:04:05Z).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -69,7 +75,7 @@ skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.`,
 	}
 	addPodFlags(cmd, &opts.PodOptions)
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Since, "since", "", "only events since a duration ago (30m, 2h) or an RFC 3339 time")
+	fl.StringVar(&opts.Since, "since", "", "only events since a duration ago (30m, 2h), a local clock time (18:21; yesterday's if still to come) or an RFC 3339 time")
 	fl.StringSliceVar(&opts.Claws, "claw", nil, "only these agents (repeatable, or comma-separated)")
 	fl.StringSliceVar(&opts.Types, "type", nil, "only these event types (repeatable, or comma-separated)")
 	fl.BoolVar(&opts.JSON, "json", false, "print the summary and events as JSON")
@@ -79,7 +85,9 @@ skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.`,
 	return cmd
 }
 
-// parseSince reads --since: a duration back from now, or an RFC 3339 time.
+// parseSince reads --since: a duration back from now, a clock time
+// (HH:MM or HH:MM:SS, in now's time zone: today, or yesterday when that
+// is still to come), or an RFC 3339 time.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -90,10 +98,19 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		}
 		return now.Add(-d), nil
 	}
+	for _, layout := range []string{"15:04", "15:04:05"} {
+		if c, err := time.Parse(layout, s); err == nil {
+			t := time.Date(now.Year(), now.Month(), now.Day(), c.Hour(), c.Minute(), c.Second(), 0, now.Location())
+			if t.After(now) {
+				t = t.AddDate(0, 0, -1)
+			}
+			return t, nil
+		}
+	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usageErrorf("--since %q: want a duration (30m, 2h) or an RFC 3339 time (2006-01-02T15:04:05Z)", s)
+	return time.Time{}, usageErrorf("--since %q: want a duration (30m, 2h), a clock time (18:21: today, or yesterday if that is still to come) or an RFC 3339 time (2006-01-02T15:04:05Z)", s)
 }
 
 func auditRun(ctx context.Context, f *Factory, opts *AuditOptions) error {

@@ -68,7 +68,7 @@ func inspectRun(ctx context.Context, f *Factory, opts *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := opts.load(ctx, f.Env)
+	p, err := opts.loadToCompile(ctx, f.Env)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	if opts.Wait {
 		opts.Detach = true
 	}
-	p, err := opts.load(ctx, f.Env)
+	p, err := opts.loadToCompile(ctx, f.Env)
 	if err != nil {
 		return err
 	}
@@ -77,6 +77,11 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	// written.
 	eng, err := newEngine(ctx, f, p)
 	if err != nil {
+		if len(p.Problems) > 0 {
+			// The pod's own problems first: they need fixing whatever
+			// the engine.
+			return p.Problems.Err()
+		}
 		return err
 	}
 	// One claw at a time compiles and applies a pod; compose itself may

@@ -106,16 +106,43 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"compile", "-f", pod, "-q"}, ExitOK, ""},
 		{[]string{"compile", "--no-such-flag"}, ExitUsage, "unknown flag"},
+		{[]string{"compile", "--no-such-flag"}, ExitUsage, "Run 'claw compile --help' for usage."},
 		{[]string{"compile", "extra"}, ExitUsage, "takes no arguments"},
 		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
+		{[]string{"frobnicate"}, ExitUsage, "Run 'claw --help' for usage."},
+		{[]string{"--no-such-flag"}, ExitUsage, "Run 'claw --help' for usage."},
 		{[]string{"logs", "a", "b"}, ExitUsage, "at most 1"},
+		{[]string{"logs", "a", "b"}, ExitUsage, "Run 'claw logs --help' for usage."},
 		{[]string{"up", "-f", pod, "--wait-timeout", "0"}, ExitUsage, "--wait-timeout 0s: want a positive duration"},
+		{[]string{"up", "-f", pod, "--wait-timeout", "0"}, ExitUsage, "Run 'claw up --help' for usage."},
 		{[]string{"compile", "-f", filepath.Join(dir, "missing.yml")}, ExitFailure, "file not found"},
 		{[]string{"compile", "-f", filepath.Join(dir, "broken.yml")}, ExitFailure, `service "a": x-claw.tools`},
 	} {
 		h := newHarness()
 		if code := h.run(tc.args...); code != tc.code || !strings.Contains(h.err.String(), tc.msg) {
 			t.Errorf("claw %v: exit %d (want %d), stderr %q (want %q)", tc.args, code, tc.code, h.err.String(), tc.msg)
+		}
+	}
+}
+
+// A pod whose services have one problem each, one the decoder's and one
+// the compiler's, gets both from one run of every compiling verb, and
+// nothing is written.
+func TestEveryProblemInOneRun(t *testing.T) {
+	const twoServices = "../../internal/compile/testdata/err-two-services"
+	for _, verb := range []string{"compile", "up"} {
+		dir := t.TempDir()
+		copyTree(t, filepath.Join(twoServices, "pod"), dir)
+		h := newHarness()
+		code := h.run(verb, "-f", filepath.Join(dir, "claw-pod.yml"))
+		stderr := h.err.String()
+		if code != ExitFailure || !strings.Contains(stderr, "2 problems:") ||
+			!strings.Contains(stderr, `service "a": x-claw.tools[0].allow: tool "drop_table"`) ||
+			!strings.Contains(stderr, `service "b": x-claw.tools: managed tools need the cllama proxy`) {
+			t.Errorf("claw %s: exit %d, stderr %q; want both services' problems", verb, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, compile.GeneratedFile)); err == nil {
+			t.Errorf("claw %s wrote %s for a pod with problems", verb, compile.GeneratedFile)
 		}
 	}
 }

@@ -217,6 +217,40 @@ func lastEventTime(t *testing.T) time.Time {
 // The default source is `docker compose logs --no-color cllama`: compose's
 // prefixes, cllama's own diagnostics and broken lines must not change the
 // report, and broken lines are counted.
+// --since takes a clock time (today, or yesterday when it is still to
+// come) beside durations and RFC 3339 times.
+func TestParseSince(t *testing.T) {
+	zone := time.FixedZone("UTC+2", 2*3600)
+	now := time.Date(2025, 3, 10, 18, 30, 0, 0, zone)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"", time.Time{}},
+		{"30m", now.Add(-30 * time.Minute)},
+		{"18:21", time.Date(2025, 3, 10, 18, 21, 0, 0, zone)},
+		{"9:05", time.Date(2025, 3, 10, 9, 5, 0, 0, zone)},
+		{"18:30", now},
+		{"18:21:30", time.Date(2025, 3, 10, 18, 21, 30, 0, zone)},
+		{"23:00", time.Date(2025, 3, 9, 23, 0, 0, 0, zone)},
+		{"00:00", time.Date(2025, 3, 10, 0, 0, 0, 0, zone)},
+		{"2025-03-01T10:00:00Z", time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)},
+	} {
+		got, err := parseSince(tc.in, now)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("--since %q: got %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"24:00", "18:60", "18:21pm", "yesterday", "-5m"} {
+		if _, err := parseSince(bad, now); err == nil || !strings.Contains(err.Error(), "--since") {
+			t.Errorf("--since %q: got %v, want a usage error", bad, err)
+		}
+	}
+	if _, err := parseSince("noon", now); err == nil || !strings.Contains(err.Error(), "a clock time (18:21") {
+		t.Errorf("the error does not mention clock times: %v", err)
+	}
+}
+
 func TestAuditFromComposeLogs(t *testing.T) {
 	inObservePod(t)
 	data, err := os.ReadFile("cllama.log")

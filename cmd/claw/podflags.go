@@ -31,6 +31,19 @@ func (o *PodOptions) load(ctx context.Context, env []string) (*pod.Pod, error) {
 	return pod.Load(ctx, pod.LoadOptions{File: o.File, Env: env, Profiles: o.Profiles})
 }
 
+// loadToCompile is load for a verb that compiles the pod: a pod whose
+// services' x-claw blocks have problems comes back with them (the error
+// is then the pod's Problems), and compile.Build reports them with the
+// problems it finds in the other services, so one run names them all.
+// The pod is nil when it cannot be compiled at all.
+func (o *PodOptions) loadToCompile(ctx context.Context, env []string) (*pod.Pod, error) {
+	p, err := o.load(ctx, env)
+	if p != nil && len(p.Problems) > 0 {
+		return p, nil
+	}
+	return p, err
+}
+
 // BuildOptions configure a compile (claw compile and claw up).
 type BuildOptions struct {
 	PodOptions
@@ -70,7 +83,7 @@ func publishAddress(v string) (string, error) {
 
 // compileAndStage loads, compiles and stages the pod, printing warnings.
 func compileAndStage(ctx context.Context, f *Factory, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
-	p, err := o.load(ctx, f.Env)
+	p, err := o.loadToCompile(ctx, f.Env)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -123,14 +123,20 @@ func Main(ctx context.Context, args []string, f *Factory) int {
 	logrus.SetFormatter(warningFormatter{})
 	root := NewRootCmd(f)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", err)
 	var ue *UsageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
-		fmt.Fprintln(f.IO.ErrOut, "Run 'claw --help' for usage.")
+		// The help of the verb that was misused (claw logs --help), or
+		// claw's own for an unknown verb.
+		path := root.CommandPath()
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", path)
 		return ExitUsage
 	}
 	return ExitFailure

@@ -129,7 +129,7 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 					if k, ok := g.NameKeys[name]; ok {
 						at = k
 					}
-					return &pod.Error{File: b.pod.File, Service: svc.Name, Key: at + ".allow", Problem: fmt.Sprintf("tool %q is not declared by %q (descriptor %s declares: %s)", name, g.Service, sd.Location, toolNames(d)), Fix: "grant one of the declared tools, or update the descriptor"}
+					return &pod.Error{File: b.pod.File, Service: svc.Name, Key: at + ".allow", Problem: fmt.Sprintf("tool %q is not declared by %q (descriptor %s declares: %s)", name, g.Service, sd.Location, toolNames(d)), Fix: pod.DidYouMean(name, declaredTools(d)) + "grant one of the declared tools, or update the descriptor"}
 				}
 			}
 			for _, t := range d.Tools {
@@ -332,16 +332,22 @@ func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
 	return p, p.Validate("tool-policy")
 }
 
+// toolNames lists the tools d declares, for errors: sorted, or "none".
 func toolNames(d *capability.Descriptor) string {
 	if len(d.Tools) == 0 {
 		return "none"
 	}
+	return strings.Join(declaredTools(d), ", ")
+}
+
+// declaredTools are the names of the tools d declares, sorted.
+func declaredTools(d *capability.Descriptor) []string {
 	names := make([]string, len(d.Tools))
 	for i, t := range d.Tools {
 		names[i] = t.Name
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return names
 }
 
 func contains(list []string, s string) bool {

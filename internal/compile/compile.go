@@ -93,83 +93,56 @@ type builder struct {
 	pod         *pod.Pod
 	opts        Options
 	descs       map[string]*ServiceDescriptor
-	warns       []string
-	inputs      map[string]string
+	// failed are the services whose x-claw block or descriptor has a
+	// problem (reported): agents relying on them are not compiled.
+	failed map[string]bool
+	warns  []string
+	inputs map[string]string
 }
 
 // Build compiles p. It reads the pod directory and, with Options.Images,
 // local images; it writes nothing.
+//
+// Every problem of every service is reported in one run: those pod.Load
+// found in services' x-claw blocks (Pod.Problems), each failing
+// descriptor's, and each agent's first. An agent whose grants or feeds
+// depend on a service that failed is left out, since it would only repeat
+// that problem.
 func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	b := &builder{pod: p, opts: opts, descs: map[string]*ServiceDescriptor{}, inputs: map[string]string{}}
+	b := &builder{pod: p, opts: opts, descs: map[string]*ServiceDescriptor{}, inputs: map[string]string{}, failed: map[string]bool{}}
 	res := &Result{Pod: p, Warnings: append([]string(nil), p.Warnings...), Inputs: b.inputs}
 	b.podInputs()
+	problems := append(pod.Errors(nil), p.Problems...)
+	// fail returns err with the problems found so far: the compile cannot
+	// go on past it.
+	fail := func(err error) (*Result, error) {
+		if !problems.Collect(err) {
+			return nil, err
+		}
+		return nil, problems.Err()
+	}
 	if _, taken := p.Services[CllamaService]; taken {
-		return nil, &pod.Error{File: p.File, Service: CllamaService, Key: "services." + CllamaService, Problem: "the name is reserved for the governance proxy claw adds", Fix: "rename the service"}
+		return fail(&pod.Error{File: p.File, Service: CllamaService, Key: "services." + CllamaService, Problem: "the name is reserved for the governance proxy claw adds", Fix: "rename the service"})
 	}
 	if err := b.checkAgentIDs(); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	// Problems of different services are all reported in one run (the
-	// first of each service).
-	var problems pod.Errors
-	for _, name := range p.ServiceNames() {
-		svc := p.Services[name]
-		if svc.IsAgent() {
-			continue
-		}
-		sd, err := b.lookupDescriptor(ctx, svc)
-		if err == nil {
-			sd, err = b.withToolManifests(svc, sd)
-		}
-		if err == nil {
-			err = b.overrideAnnotations(svc, sd)
-		}
-		if err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-			continue
-		}
-		if sd != nil {
-			b.descs[name] = sd
-			res.Descriptors = append(res.Descriptors, sd)
-			if w := discoveryDrift(svc, sd); w != "" {
-				b.warns = append(b.warns, w)
-			}
-		}
-	}
-	if err := problems.Err(); err != nil {
-		// Agents' grants of a service whose descriptor failed would
-		// only repeat it.
+	if err := b.descriptors(ctx, res, &problems); err != nil {
 		return nil, err
 	}
 	providers, err := b.providers()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = b.checkDefaultProvider(providers)
 	}
-	if err := b.checkDefaultProvider(providers); err != nil {
-		return nil, err
+	if err != nil {
+		return fail(err)
 	}
 	b.providerSet = providers
-	for _, svc := range p.Agents() {
-		ids := AgentIDs(svc)
-		for i, id := range ids {
-			idx := -1
-			if len(ids) > 1 {
-				idx = i
-			}
-			a, err := b.agent(ctx, svc, id, idx)
-			if err != nil {
-				if !problems.Collect(err) {
-					return nil, err
-				}
-				break // the service's other replicas would say the same
-			}
-			res.Agents = append(res.Agents, a)
-		}
+	if err := b.agents(ctx, res, &problems); err != nil {
+		return nil, err
 	}
 	if err := problems.Err(); err != nil {
 		return nil, err
@@ -200,6 +173,103 @@ func Build(ctx context.Context, p *pod.Pod, opts Options) (*Result, error) {
 	res.Output = output(files, compose)
 	res.Warnings = append(res.Warnings, b.warns...)
 	return res, nil
+}
+
+// descriptors finds, checks and records the descriptor of every service
+// that is not an agent, adding each failing service's problem to problems
+// (and the service to b.failed). The error is one that is not the pod's
+// (reading a file, an image).
+func (b *builder) descriptors(ctx context.Context, res *Result, problems *pod.Errors) error {
+	for _, name := range b.pod.ServiceNames() {
+		svc := b.pod.Services[name]
+		if svc.Invalid {
+			// Its x-claw (describe-file, tool-manifests, …) is not known:
+			// its problems are already in Pod.Problems.
+			b.failed[name] = true
+			continue
+		}
+		if svc.IsAgent() {
+			continue
+		}
+		sd, err := b.lookupDescriptor(ctx, svc)
+		if err == nil {
+			sd, err = b.withToolManifests(svc, sd)
+		}
+		if err == nil {
+			err = b.overrideAnnotations(svc, sd)
+		}
+		if err != nil {
+			if !problems.Collect(err) {
+				return err
+			}
+			b.failed[name] = true
+			continue
+		}
+		if sd != nil {
+			b.descs[name] = sd
+			res.Descriptors = append(res.Descriptors, sd)
+			if w := discoveryDrift(svc, sd); w != "" {
+				b.warns = append(b.warns, w)
+			}
+		}
+	}
+	return nil
+}
+
+// agents compiles every agent into res.Agents, adding each agent
+// service's first problem to problems (its other replicas would say the
+// same). The error is one that is not the pod's.
+func (b *builder) agents(ctx context.Context, res *Result, problems *pod.Errors) error {
+	for _, svc := range b.pod.Agents() {
+		if b.reliesOnFailed(svc) {
+			continue
+		}
+		ids := AgentIDs(svc)
+		for i, id := range ids {
+			idx := -1
+			if len(ids) > 1 {
+				idx = i
+			}
+			a, err := b.agent(ctx, svc, id, idx)
+			if err != nil {
+				if !problems.Collect(err) {
+					return err
+				}
+				break
+			}
+			res.Agents = append(res.Agents, a)
+		}
+	}
+	return nil
+}
+
+// reliesOnFailed reports whether the agent's grants or feeds may depend
+// on a service in b.failed: compiling it would only repeat that
+// service's problem, or call a feed missing that the service provides. A
+// feed by name alone may come from any service, so it relies on all.
+func (b *builder) reliesOnFailed(svc *pod.Service) bool {
+	if len(b.failed) == 0 || !svc.Claw.CllamaEnabled() {
+		return false
+	}
+	grants, err := pod.ExpandGrants(b.pod.File, svc.Name, &b.pod.Claw, svc.Claw)
+	if err != nil {
+		return false // the agent's own problem, for agent to report
+	}
+	for _, g := range grants {
+		if b.failed[g.Service] {
+			return true
+		}
+	}
+	feeds, err := pod.ExpandFeeds(b.pod.File, svc.Name, &b.pod.Claw, svc.Claw)
+	if err != nil {
+		return false
+	}
+	for _, f := range feeds {
+		if f.Short() || b.failed[f.Source] {
+			return true
+		}
+	}
+	return false
 }
 
 // AgentIDs returns the agent ids of an agent service: its name, or

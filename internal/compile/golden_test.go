@@ -100,9 +100,11 @@ func compileCase(t *testing.T, caseDir string) map[string][]byte {
 		env = strings.Split(strings.TrimSpace(string(data)), "\n")
 	}
 	ctx := context.Background()
+	// As claw compile: a pod Load returns with its services' problems is
+	// compiled still, for Build to report them with its own.
 	p, err := pod.Load(ctx, pod.LoadOptions{File: filepath.Join(tmp, "claw-pod.yml"), Env: env})
 	var res *Result
-	if err == nil {
+	if p != nil {
 		res, err = Build(ctx, p, Options{Rand: zeroReader{}})
 	}
 	if err != nil {

@@ -143,6 +143,10 @@ type AgentTool struct {
 	Mode string `json:"mode"`
 	// GrantedBy are the grant entries that gave the tool.
 	GrantedBy []Grant `json:"granted_by"`
+	// When are the conditions (CEL) under which the tool is available,
+	// while any holds (tools.json "rules"); none: always, which is also
+	// the case when one entry granting it has no when:.
+	When []string `json:"when,omitempty"`
 	// From is the descriptor that declares the tool.
 	From *Source `json:"from"`
 }
@@ -156,6 +160,8 @@ type Grant struct {
 	// trading-api allow all", "tools-defaults (inherited: no tools: key):
 	// trading-api allow [get_market_context]".
 	Rule string `json:"rule"`
+	// When is the entry's when: condition (CEL), if it has one.
+	When string `json:"when,omitempty"`
 }
 
 // AgentFeed is one feed an agent subscribes to.
@@ -343,13 +349,16 @@ func agent(p *pod.Pod, a *compile.Agent, descs map[string]*compile.ServiceDescri
 		// that grant this tool.
 		for _, k := range t.GrantedBy {
 			if g, ok := byKey[k]; ok && (g.All || slices.Contains(g.Names, tool)) {
-				at.GrantedBy = append(at.GrantedBy, Grant{Key: k, Rule: grantRule(svc.Claw, k, g)})
+				at.GrantedBy = append(at.GrantedBy, Grant{Key: k, Rule: grantRule(svc.Claw, k, g), When: g.When})
 			}
 		}
 		if at.GrantedBy == nil {
 			for _, k := range t.GrantedBy {
-				at.GrantedBy = append(at.GrantedBy, Grant{Key: k, Rule: grantRule(svc.Claw, k, byKey[k])})
+				at.GrantedBy = append(at.GrantedBy, Grant{Key: k, Rule: grantRule(svc.Claw, k, byKey[k]), When: byKey[k].When})
 			}
+		}
+		for _, w := range pod.ToolWhen(grants, service, tool) {
+			at.When = append(at.When, w.When)
 		}
 		if sd := descs[service]; sd != nil && sd.Descriptor.Tool(tool) != nil {
 			at.From = &Source{Kind: sd.Kind, Location: sd.Location}

@@ -141,3 +141,63 @@ func TestTextShowsEachToolsMode(t *testing.T) {
 		}
 	}
 }
+
+// A grant's when: condition is shown with the entry (text and JSON), and
+// a tool granted only under conditions lists them; one granted also by an
+// entry without when: is always available.
+func TestShowsGrantConditions(t *testing.T) {
+	dir := t.TempDir()
+	src := "../compile/testdata/tool-rules/pod"
+	for _, rel := range []string{"claw-pod.yml", "AGENTS.md", "notes/.claw-describe.json", "notes/skill.md"} {
+		data, err := os.ReadFile(filepath.Join(src, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, rel), string(data))
+	}
+	ctx := context.Background()
+	p, err := pod.Load(ctx, pod.LoadOptions{File: filepath.Join(dir, "claw-pod.yml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compile.Build(ctx, p, compile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Build(res, Disk{Dir: dir, ContextDir: compile.ContextDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const session = `"notes.list_notes" in session.called`
+	tools := map[string]AgentTool{}
+	for _, a := range rep.Agents {
+		if a.ID == "trader" {
+			for _, tl := range a.Tools {
+				tools[tl.Canonical] = tl
+			}
+		}
+	}
+	add, list := tools["notes.add_note"], tools["notes.list_notes"]
+	if len(add.When) != 2 || add.When[1] != session || len(add.GrantedBy) != 2 || add.GrantedBy[1].When != session {
+		t.Errorf("add_note: when %q, granted by %+v", add.When, add.GrantedBy)
+	}
+	if len(list.When) != 0 || len(list.GrantedBy) != 2 || list.GrantedBy[0].When != "" || list.GrantedBy[1].When != "false" {
+		t.Errorf("list_notes: when %q, granted by %+v", list.When, list.GrantedBy)
+	}
+	var text, js strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"notes__add_note -> notes.add_note  side-effect, while a when: below holds\n", "        when: " + session + "\n", "        when: false\n",
+		"notes__list_notes -> notes.list_notes  read-only, always (an entry without when: grants it)\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if !strings.Contains(js.String(), `"when": "\"notes.list_notes\" in session.called"`) {
+		t.Errorf("JSON lacks the when: of the entry:\n%s", js.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -114,13 +115,24 @@ func writeAgent(b *strings.Builder, a Agent) {
 		} else {
 			fmt.Fprintf(b, "  tools (%d):\n", len(a.Tools))
 			for _, t := range a.Tools {
+				when := ""
+				if len(t.When) > 0 {
+					when = ", while a when: below holds"
+				} else if slices.ContainsFunc(t.GrantedBy, func(g Grant) bool { return g.When != "" }) {
+					when = ", always (an entry without when: grants it)"
+				}
 				if t.Mode == manifest.ModeNative {
-					fmt.Fprintf(b, "    %s  %s, native (on /mcp)\n", t.Canonical, t.Effect)
+					fmt.Fprintf(b, "    %s  %s, native (on /mcp)%s\n", t.Canonical, t.Effect, when)
 				} else {
-					fmt.Fprintf(b, "    %s -> %s  %s\n", t.Presented, t.Canonical, t.Effect)
+					fmt.Fprintf(b, "    %s -> %s  %s%s\n", t.Presented, t.Canonical, t.Effect, when)
 				}
 				for _, g := range t.GrantedBy {
 					fmt.Fprintf(b, "      granted by %s: %s\n", g.Key, g.Rule)
+					if g.When != "" {
+						// A multi-line expression (`when: |`) keeps its
+						// lines, indented under the first.
+						fmt.Fprintf(b, "        when: %s\n", strings.ReplaceAll(strings.TrimRight(g.When, " \t\r\n"), "\n", "\n              "))
+					}
 				}
 				if t.From != nil {
 					fmt.Fprintf(b, "      declared in %s\n", t.From)

@@ -4,46 +4,45 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // decoder turns the untyped x-claw values compose-go hands over
 // (map[string]any, []any, string, int, …) into the typed grammar, naming
 // file, service and key in every error.
 type decoder struct {
-	file     string
-	service  string
-	warnings []string
+	file    string
+	service string
+	// pod is the pod's decoded x-claw block when a service's is decoded
+	// in a pod (nil alone): messages about its tools say what their mode
+	// makes true.
+	pod *Claw
 }
 
 func (d *decoder) errf(key, fix, format string, args ...any) *Error {
 	return &Error{File: d.file, Service: d.service, Key: key, Problem: fmt.Sprintf(format, args...), Fix: fix}
 }
 
-func (d *decoder) warnf(key, format string, args ...any) {
-	where := d.file
-	if d.service != "" {
-		where += ": service \"" + d.service + "\""
-	}
-	d.warnings = append(d.warnings, fmt.Sprintf("%s: %s: %s", where, key, fmt.Sprintf(format, args...)))
-}
-
-var podKeys = []string{"pod", "cllama-defaults", "tools-defaults", "tools-mode", "feeds-defaults", "tool-policy", "runner-env"}
-
-var serviceKeys = []string{"agent", "type", "cllama", "surfaces", "tools", "feeds", "tool-policy", "describe-file", "count", "mcp-stdio", "service-auth", "tool-manifests", "egress", "runner-env", "models", "tool-annotations"}
-
 // DecodePodClaw decodes the pod-level x-claw value. file names the pod file
-// in errors; warnings report keys it ignores.
-func DecodePodClaw(file string, v any) (Claw, []string, error) {
+// in errors. It reports every problem of the block (an Errors), not just
+// the first.
+func DecodePodClaw(file string, v any) (Claw, error) {
 	d := &decoder{file: file}
-	c, err := d.podClaw(v)
-	return c, d.warnings, err
+	return d.podClaw(v)
 }
 
-// DecodeServiceClaw decodes one service's x-claw value.
-func DecodeServiceClaw(file, service string, v any) (*ServiceClaw, []string, error) {
-	d := &decoder{file: file, service: service}
-	c, err := d.serviceClaw(v)
-	return c, d.warnings, err
+// DecodeServiceClaw decodes one service's x-claw value, reporting every
+// problem of the block.
+func DecodeServiceClaw(file, service string, v any) (*ServiceClaw, error) {
+	return decodeServiceClaw(file, service, nil, v)
+}
+
+// decodeServiceClaw is DecodeServiceClaw for a service of a pod whose
+// x-claw block is pod.
+func decodeServiceClaw(file, service string, pod *Claw, v any) (*ServiceClaw, error) {
+	d := &decoder{file: file, service: service, pod: pod}
+	return d.serviceClaw(v)
 }
 
 func (d *decoder) object(key string, v any) (map[string]any, error) {
@@ -54,24 +53,19 @@ func (d *decoder) object(key string, v any) (map[string]any, error) {
 	return m, nil
 }
 
-func (d *decoder) unknownKeys(prefix string, m map[string]any, known []string) {
+// unknownKeys refuses every key of the mapping m (written at prefix) that
+// is not in known, suggesting the nearest known key. An unknown key is an
+// error, not a warning: claw would ignore it, and a misspelt one (`tols:`,
+// `alow:`) silently changes what the pod means (an agent without its
+// tools, a grant falling back to the defaults).
+func (d *decoder) unknownKeys(prefix string, m map[string]any, known []string) error {
+	var out Errors
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(known, k) {
-			d.warnf(prefix+"."+k, "unknown key ignored (%sknown keys: %s)", didYouMean(k, known), strings.Join(known, ", "))
+			out = append(out, d.errf(prefix+"."+k, fmt.Sprintf("%suse one of: %s", didYouMean(k, known), strings.Join(known, ", ")), "unknown key"))
 		}
 	}
-}
-
-// strictKeys is unknownKeys for mappings where a misspelt key would
-// silently change what the pod means (a grant entry whose allow: is
-// misspelt falls back to the defaults): an unknown key is an error.
-func (d *decoder) strictKeys(prefix string, m map[string]any, known []string) error {
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(known, k) {
-			return d.errf(prefix+"."+k, fmt.Sprintf("%suse one of: %s", didYouMean(k, known), strings.Join(known, ", ")), "unknown key")
-		}
-	}
-	return nil
+	return out.Err()
 }
 
 // DidYouMean is didYouMean for other packages' messages.
@@ -82,7 +76,7 @@ func DidYouMean(k string, known []string) string { return didYouMean(k, known) }
 func didYouMean(k string, known []string) string {
 	best, bestD := "", max(1, len(k)/3)+1
 	for _, kn := range known {
-		if dist := editDistance(strings.ToLower(k), kn); dist < bestD {
+		if dist := editDistance(strings.ToLower(k), strings.ToLower(kn)); dist < bestD {
 			best, bestD = kn, dist
 		}
 	}
@@ -122,43 +116,7 @@ func (d *decoder) podClaw(v any) (Claw, error) {
 	if err != nil {
 		return c, err
 	}
-	d.unknownKeys("x-claw", m, podKeys)
-	if c.Name, err = d.str("x-claw.pod", m["pod"], false); err != nil {
-		return c, err
-	}
-	if raw, ok := m["cllama-defaults"]; ok && raw != nil {
-		if c.CllamaDefaults, err = d.cllamaDefaults(raw); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["tools-defaults"]; ok {
-		c.HasToolsDefaults = true
-		if c.ToolsDefaults, err = decodeList(d, toolsList, "x-claw.tools-defaults", raw, false); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["tools-mode"]; ok && raw != nil {
-		if c.ToolsMode, err = d.toolMode("x-claw.tools-mode", "tools-mode", raw); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["feeds-defaults"]; ok {
-		c.HasFeedsDefaults = true
-		if c.FeedsDefaults, err = decodeList(d, feedsList, "x-claw.feeds-defaults", raw, false); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["tool-policy"]; ok && raw != nil {
-		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
-			return c, err
-		}
-	}
-	if raw, ok := m["runner-env"]; ok && raw != nil {
-		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	return c, decodeKeys(d, "x-claw", podKeyDecoders, m, &c).Err()
 }
 
 // MaxCllamaReplicas bounds x-claw.cllama-defaults.replicas.
@@ -170,7 +128,9 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"})
+	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"}); err != nil {
+		return cd, err
+	}
 	switch hc := m["healthcheck"].(type) {
 	case nil:
 	case string:
@@ -261,155 +221,78 @@ func (d *decoder) serviceClaw(v any) (*ServiceClaw, error) {
 	}
 	// Every problem of the service is reported, not just the first: each
 	// key is decoded whatever became of the others.
-	var problems Errors
-	d.unknownKeys("x-claw", m, serviceKeys)
-	if c.Agent, err = d.str("x-claw.agent", m["agent"], false); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if c.Type, err = d.str("x-claw.type", m["type"], false); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if c.DescribeFile, err = d.str("x-claw.describe-file", m["describe-file"], false); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if c.Cllama, err = d.cllama(m["cllama"]); err != nil {
-		if !problems.Collect(err) {
-			return nil, err
-		}
-	}
-	if raw, ok := m["surfaces"]; ok && raw != nil {
-		if c.Surfaces, err = d.surfaces(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tools"]; ok {
-		c.HasTools = true
-		if c.Tools, err = decodeList(d, toolsList, "x-claw.tools", raw, true); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["feeds"]; ok {
-		c.HasFeeds = true
-		if c.Feeds, err = decodeList(d, feedsList, "x-claw.feeds", raw, true); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tool-policy"]; ok && raw != nil {
-		if c.ToolPolicy, err = d.policy("x-claw.tool-policy", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["count"]; ok && raw != nil {
-		switch n, err := d.integer("x-claw.count", raw); {
-		case err != nil:
-			if !problems.Collect(err) {
-				if !problems.Collect(err) {
-					return nil, err
-				}
-			}
-		case n < 1 || n > 1000:
-			problems.Collect(d.errf("x-claw.count", "use a number of agents between 1 and 1000", "must be between 1 and 1000, got %d", n))
-		default:
-			c.Count = n
-		}
-	}
-	if raw, ok := m["mcp-stdio"]; ok && raw != nil {
-		if c.MCPStdio, err = d.mcpStdio(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tool-annotations"]; ok && raw != nil {
-		if c.ToolAnnotations, err = d.toolAnnotations(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["service-auth"]; ok && raw != nil {
-		if c.ServiceAuth, err = d.serviceAuth(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["tool-manifests"]; ok && raw != nil {
-		if c.ToolManifests, err = d.toolManifests(raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["models"]; ok && raw != nil {
-		if c.Models, err = d.models("x-claw.models", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-	}
-	if raw, ok := m["egress"]; ok && raw != nil {
-		if c.Egress, err = d.boolean("x-claw.egress", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-		if c.Egress && !c.IsAgent() {
-			problems.Collect(d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)"))
-		}
-	}
-	if raw, ok := m["runner-env"]; ok && raw != nil {
-		if c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw); err != nil {
-			if !problems.Collect(err) {
-				return nil, err
-			}
-		}
-		if !c.CllamaEnabled() {
-			problems.Collect(d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama"))
-		}
-	}
-	if len(c.ToolManifests) > 0 && c.IsAgent() {
-		problems.Collect(d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)"))
-	}
-	if c.ToolAnnotations != nil && c.IsAgent() {
-		problems.Collect(d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate"))
-	}
-	if c.MCPStdio != nil && c.IsAgent() {
-		problems.Collect(d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)"))
-	}
-	if !c.CllamaEnabled() {
-		if _, ok := m["memory"]; ok {
-			// Spec 000 "Shipped": tools and memory without cllama are hard errors.
-			problems.Collect(d.errf("x-claw.memory", "add `cllama: passthrough` to this service's x-claw, or remove memory", "memory is served through the cllama proxy, but the service does not declare cllama"))
-		}
-		if c.HasTools {
-			problems.Collect(d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama"))
-		}
-		if c.HasFeeds {
-			problems.Collect(d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama"))
-		}
-		if c.ToolPolicy != (PolicySpec{}) {
-			problems.Collect(d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama"))
-		}
-	}
+	problems := decodeKeys(d, "x-claw", serviceKeyDecoders, m, c)
+	problems = append(problems, d.serviceRules(c, m)...)
 	if err := problems.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// serviceRules are the rules between a service's keys, checked once each
+// key is decoded: what an agent may not declare, and what needs cllama.
+func (d *decoder) serviceRules(c *ServiceClaw, m map[string]any) []*Error {
+	var out []*Error
+	if c.Egress && !c.IsAgent() {
+		out = append(out, d.errf("x-claw.egress", "remove egress: a service that is not an agent keeps the networks its compose definition gives it", "egress applies to agents (services that declare agent or cllama)"))
+	}
+	if m["runner-env"] != nil && !c.CllamaEnabled() {
+		out = append(out, d.errf("x-claw.runner-env", "add `cllama: passthrough` to this service's x-claw, or remove runner-env", "runner-env points a runner at cllama, but the service does not declare cllama"))
+	}
+	if len(c.ToolManifests) > 0 && c.IsAgent() {
+		out = append(out, d.errf("x-claw.tool-manifests", "attach tool manifests to the service that provides the tools, and grant them to the agent with tools:", "an agent cannot provide tools (it declares agent or cllama)"))
+	}
+	if c.ToolAnnotations != nil && c.IsAgent() {
+		out = append(out, d.errf("x-claw.tool-annotations", "move tool-annotations to the service that provides the tools", "an agent provides no tools to annotate"))
+	}
+	if c.MCPStdio != nil && c.IsAgent() {
+		out = append(out, d.errf("x-claw.mcp-stdio", "run the stdio MCP server as its own service and grant its tools to the agent", "a stdio MCP service cannot also be an agent (it declares agent or cllama)"))
+	}
+	if c.CllamaEnabled() {
+		return out
+	}
+	if c.HasTools {
+		out = append(out, d.toolsWithoutCllama(c))
+	}
+	if c.HasFeeds {
+		out = append(out, d.errf("x-claw.feeds", "add `cllama: passthrough` to this service's x-claw, or remove feeds", "feeds are injected by the cllama proxy, but the service does not declare cllama"))
+	}
+	if c.ToolPolicy != (PolicySpec{}) {
+		out = append(out, d.errf("x-claw.tool-policy", "add `cllama: passthrough` or remove tool-policy", "tool-policy applies to cllama-mediated tools, but the service does not declare cllama"))
+	}
+	return out
+}
+
+// toolsWithoutCllama is the error for a service granted tools without
+// cllama, saying why for the mode they are granted in: mediated tools are
+// run by the proxy; native ones the runner calls itself, but on cllama's
+// /mcp endpoint, so a native agent needs cllama all the same.
+func (d *decoder) toolsWithoutCllama(c *ServiceClaw) *Error {
+	pod := d.pod
+	if pod == nil {
+		pod = &Claw{}
+	}
+	entries, err := ExpandGrants(d.file, d.service, pod, c)
+	if err != nil {
+		entries = c.Tools
+	}
+	native, mediated := false, false
+	for _, e := range entries {
+		if e.Spread {
+			continue
+		}
+		switch pod.EntryMode(e) {
+		case manifest.ModeNative:
+			native = true
+		default:
+			mediated = true
+		}
+	}
+	if native && !mediated {
+		return d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw (native tools need it too), or remove tools",
+			"native tools are served by cllama's /mcp endpoint (the runner calls them there), so the agent still needs cllama, but the service does not declare it")
+	}
+	return d.errf("x-claw.tools", "add `cllama: passthrough` to this service's x-claw, or remove tools", "managed tools need the cllama proxy, but the service does not declare cllama")
 }
 
 func (d *decoder) cllama(v any) ([]string, error) {
@@ -510,7 +393,7 @@ func (d *decoder) toolAnnotations(v any) (map[string]ToolAnnotations, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := d.strictKeys(key, tm, []string{"parallel_safe"}); err != nil {
+		if err := d.unknownKeys(key, tm, []string{"parallel_safe"}); err != nil {
 			return nil, err
 		}
 		var ta ToolAnnotations
@@ -531,7 +414,9 @@ func (d *decoder) mcpStdio(v any) (*MCPStdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.unknownKeys("x-claw.mcp-stdio", m, []string{"command", "args"})
+	if err := d.unknownKeys("x-claw.mcp-stdio", m, []string{"command", "args"}); err != nil {
+		return nil, err
+	}
 	ms := &MCPStdio{}
 	if ms.Command, err = d.str("x-claw.mcp-stdio.command", m["command"], true); err != nil {
 		return nil, err
@@ -595,7 +480,9 @@ func (d *decoder) serviceAuth(v any) (map[string]ServiceAuthSpec, error) {
 			}
 			out[svc] = ServiceAuthSpec{Token: t}
 		case map[string]any:
-			d.unknownKeys(key, t, []string{"token", "principal"})
+			if err := d.unknownKeys(key, t, []string{"token", "principal"}); err != nil {
+				return nil, err
+			}
 			tok, err := d.str(key+".token", t["token"], true)
 			if err != nil {
 				return nil, err
@@ -634,7 +521,9 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 	for i, f := range fields {
 		known[i] = f.name
 	}
-	d.unknownKeys(key, m, known)
+	if err := d.unknownKeys(key, m, known); err != nil {
+		return p, err
+	}
 	for _, f := range fields {
 		raw, ok := m[f.name]
 		if !ok || raw == nil {

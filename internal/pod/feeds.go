@@ -12,7 +12,9 @@ func (d *decoder) feedName(key, name string) (FeedEntry, error) {
 
 func (d *decoder) feedObject(key string, m map[string]any) (FeedEntry, error) {
 	f := FeedEntry{Key: key}
-	d.unknownKeys(key, m, []string{"source", "path", "ttl", "name"})
+	if err := d.unknownKeys(key, m, []string{"source", "path", "ttl", "name"}); err != nil {
+		return f, err
+	}
 	var err error
 	if f.Name, err = d.str(key+".name", m["name"], false); err != nil {
 		return f, err

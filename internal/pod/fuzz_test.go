@@ -28,9 +28,9 @@ func FuzzDecodeXClaw(f *testing.F) {
 		if yaml.Unmarshal(data, &v) != nil {
 			return
 		}
-		claw, _, perr := DecodePodClaw("claw-pod.yml", v)
+		claw, perr := DecodePodClaw("claw-pod.yml", v)
 		checkErr(t, perr)
-		svc, _, serr := DecodeServiceClaw("claw-pod.yml", "svc", v)
+		svc, serr := DecodeServiceClaw("claw-pod.yml", "svc", v)
 		checkErr(t, serr)
 		if perr == nil && serr == nil {
 			if g, err := ExpandGrants("claw-pod.yml", "svc", &claw, svc); err == nil {

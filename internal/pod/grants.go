@@ -25,7 +25,7 @@ var grantKeys = []string{"service", "allow", "mode", "when"}
 
 func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
 	g := GrantEntry{Key: key}
-	if err := d.strictKeys(key, m, grantKeys); err != nil {
+	if err := d.unknownKeys(key, m, grantKeys); err != nil {
 		return g, err
 	}
 	if raw, ok := m["mode"]; ok && raw != nil {

@@ -21,7 +21,7 @@ func decodeYAML(t *testing.T, src string) any {
 
 func mustService(t *testing.T, src string) *ServiceClaw {
 	t.Helper()
-	c, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, src))
+	c, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func mustService(t *testing.T, src string) *ServiceClaw {
 
 func mustPod(t *testing.T, src string) Claw {
 	t.Helper()
-	c, _, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, src))
+	c, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +106,10 @@ func TestDecodeErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, key, want string }{
 		{"not a mapping", `[1]`, "x-claw", "must be a mapping"},
 		{"tools without cllama", `tools: [api]`, "x-claw.tools", "need the cllama proxy"},
+		{"native tools without cllama", `tools: [{service: api, allow: all, mode: native}]`, "x-claw.tools", "native tools are served by cllama's /mcp endpoint"},
+		{"some native tools without cllama", `tools: [{service: api, allow: all, mode: native}, b]`, "x-claw.tools", "managed tools need the cllama proxy"},
 		{"feeds without cllama", `feeds: [a]`, "x-claw.feeds", "cllama"},
-		{"memory without cllama", `memory: {}`, "x-claw.memory", "cllama"},
+		{"memory is no key of claw", `memory: {}`, "x-claw.memory", "unknown key"},
 		{"policy without cllama", `tool-policy: {max-rounds: 2}`, "x-claw.tool-policy", "cllama"},
 		{"spread twice", "cllama: p\ntools: ['...', '...']", "x-claw.tools[1]", "appears twice"},
 		{"feeds spread twice", "cllama: p\nfeeds: ['...', '...']", "x-claw.feeds[1]", "appears twice"},
@@ -135,7 +137,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"agent type", "agent: [a]", "x-claw.agent", "must be a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+			_, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("got %v, want *Error", err)
@@ -158,7 +160,7 @@ func TestDecodePodErrors(t *testing.T) {
 		{`tool-policy: {total-timeout-ms: 0}`, "x-claw.tool-policy.total-timeout-ms"},
 		{`pod: [a]`, "x-claw.pod"},
 	} {
-		_, _, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
+		_, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
 		var e *Error
 		if !errors.As(err, &e) || e.Key != tc.key || e.Service != "" {
 			t.Errorf("%s: got %v, want key %s", tc.src, err, tc.key)
@@ -175,27 +177,61 @@ func TestDecodeAcceptsForms(t *testing.T) {
 	if s.Count != 2 || s.ServiceAuth["api"].Token != "tok" || s.ServiceAuth["other"].Principal != "p" || s.Surfaces[0].Target != "api" {
 		t.Fatalf("got %+v", s)
 	}
-	_, warns, err := DecodeServiceClaw("f", "svc", decodeYAML(t, "cllama: p\nmemory: x"))
-	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "x-claw.memory") {
-		t.Fatalf("unknown key: %v %v", warns, err)
-	}
 }
 
-// A misspelt key of a grant is an error naming the nearest key (it would
-// otherwise fall back to the defaults silently); a misspelt x-claw key is
-// a warning that suggests the nearest one.
+// Every misspelt key is an error naming the file, the service, the key
+// and the nearest known key: in a grant it would fall back to the
+// defaults, at service level it would drop the agent's tools, at pod
+// level and in the known sub-blocks it would be ignored.
 func TestMisspeltKeys(t *testing.T) {
-	_, _, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tools": []any{map[string]any{"service": "notes", "alow": []any{"add_note"}}}})
+	_, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tools": []any{map[string]any{"service": "notes", "alow": []any{"add_note"}}}})
 	if pe := problemAt(err, "x-claw.tools[0].alow"); pe == nil || !strings.Contains(pe.Error(), "did you mean `allow`?") {
 		t.Fatalf("grant with a misspelt key: %v", err)
 	}
-	_, warns, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "tool": []any{}})
-	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "x-claw.tool: unknown key ignored (did you mean `tools`?") {
-		t.Fatalf("misspelt x-claw key: %v %q", err, warns)
+	for _, tc := range []struct{ src, key, near string }{
+		{"cllama: p\ntols: [api]", "x-claw.tols", "tools"},
+		{"agent: a.md\ntool: []", "x-claw.tool", "tools"},
+		{"cllama: p\nmemory: x", "x-claw.memory", ""},
+		{"agent: a.md\nzzzzzz: 1", "x-claw.zzzzzz", ""},
+		{"mcp-stdio: {command: npx, arg: [x]}", "x-claw.mcp-stdio.arg", "args"},
+		{"cllama: p\nservice-auth: {api: {tokn: t}}", "x-claw.service-auth.api.tokn", "token"},
+		{"cllama: p\ntool-policy: {max-round: 3}", "x-claw.tool-policy.max-round", "max-rounds"},
+		{"cllama: p\nfeeds: [{source: a, path: /a, tll: 3}]", "x-claw.feeds[0].tll", "ttl"},
+	} {
+		_, err := DecodeServiceClaw("claw-pod.yml", "analyst", decodeYAML(t, tc.src))
+		pe := problemAt(err, tc.key)
+		if pe == nil || pe.File != "claw-pod.yml" || pe.Service != "analyst" || pe.Problem != "unknown key" {
+			t.Errorf("%q: got %v, want an unknown key error at %s", tc.src, err, tc.key)
+			continue
+		}
+		want := "did you mean `" + tc.near + "`?"
+		if tc.near == "" {
+			want = ""
+		}
+		if got := strings.Contains(pe.Fix, "did you mean"); got != (want != "") || !strings.Contains(pe.Fix, want) {
+			t.Errorf("%q: fix %q, want the hint %q", tc.src, pe.Fix, want)
+		}
 	}
-	_, warns, _ = DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{"agent": "a.md", "zzzzzz": 1})
-	if len(warns) != 1 || strings.Contains(warns[0], "did you mean") {
-		t.Fatalf("a key near nothing got a suggestion: %q", warns)
+	for _, tc := range []struct{ src, key, near string }{
+		{"tols-defaults: []", "x-claw.tols-defaults", "tools-defaults"},
+		{"cllama-defaults: {imge: x}", "x-claw.cllama-defaults.imge", "image"},
+	} {
+		_, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
+		pe := problemAt(err, tc.key)
+		if pe == nil || pe.Service != "" || !strings.Contains(pe.Fix, "did you mean `"+tc.near+"`?") {
+			t.Errorf("%q: got %v, want an unknown key error at %s suggesting %s", tc.src, err, tc.key, tc.near)
+		}
+	}
+}
+
+// A service with several problems reports all of them, the unknown key
+// with the others.
+func TestServiceProblemsTogether(t *testing.T) {
+	_, err := DecodeServiceClaw("claw-pod.yml", "a", decodeYAML(t, "agent: a.md\ntols: [api]\ncount: 0\nfeeds: [x]"))
+	for _, key := range []string{"x-claw.tols", "x-claw.count", "x-claw.feeds"} {
+		if problemAt(err, key) == nil {
+			t.Errorf("no problem at %s in %v", key, err)
+		}
 	}
 }
 
@@ -277,7 +313,7 @@ func TestToolModeErrors(t *testing.T) {
 		{"misspelt key", "cllama: p\ntools: [{service: a, allow: all, modes: native}]", "x-claw.tools[0].modes", "unknown key", "did you mean `mode`?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+			_, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
 			var e *Error
 			if !errors.As(err, &e) || e.File != "claw-pod.yml" || e.Service != "svc" || e.Key != tc.key ||
 				!strings.Contains(e.Problem, tc.problem) || !strings.Contains(e.Fix, tc.fix) {
@@ -290,7 +326,7 @@ func TestToolModeErrors(t *testing.T) {
 		{"tools-mode: true", "a boolean is not a tool mode", "`tools-mode: native`"},
 		{"tools-defaults: [{service: a, allow: all, mode: x}]", `"x" is not a tool mode`, "`mode: native`"},
 	} {
-		_, _, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
+		_, err := DecodePodClaw("claw-pod.yml", decodeYAML(t, tc.src))
 		var e *Error
 		if !errors.As(err, &e) || e.File != "claw-pod.yml" || e.Service != "" || !strings.Contains(e.Problem, tc.problem) || !strings.Contains(e.Fix, tc.fix) {
 			t.Errorf("%s: got %+v (%v)", tc.src, e, err)
@@ -324,7 +360,7 @@ func problemAt(err error, key string) *Error {
 
 // Every problem of one service is reported in one run, sorted by key.
 func TestEveryProblemOfAService(t *testing.T) {
-	_, _, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{
+	_, err := DecodeServiceClaw("claw-pod.yml", "analyst", map[string]any{
 		"cllama": "passthrough", "count": 0, "egress": "maybe",
 		"tools": []any{map[string]any{"service": "notes", "allow": "some"}},
 		"feeds": 5,

@@ -47,8 +47,11 @@ type Pod struct {
 	Claw    Claw
 	// Services holds every enabled compose service, by name.
 	Services map[string]*Service
-	// Warnings are non-fatal findings (unknown keys, …).
+	// Warnings are non-fatal findings (services that cannot run, …).
 	Warnings []string
+	// Problems are the problems Load found in services' x-claw blocks
+	// (see Load); compile.Build reports them with its own.
+	Problems Errors
 	// Unrunnable lists services with neither image nor build: the pod
 	// compiles, but Docker cannot run it.
 	Unrunnable []string
@@ -58,14 +61,25 @@ type Pod struct {
 type Service struct {
 	Name    string
 	Compose types.ServiceConfig
-	// Claw is nil when the service has no x-claw block.
+	// Claw is nil when the service has no x-claw block, or an invalid one.
 	Claw *ServiceClaw
+	// Invalid is set when the service's x-claw block has problems (they
+	// are in Pod.Problems): the service is no agent and provides nothing
+	// until they are fixed.
+	Invalid bool
 }
 
 // IsAgent reports whether the service is an agent.
 func (s *Service) IsAgent() bool { return s.Claw.IsAgent() }
 
 // Load reads and decodes the pod file.
+//
+// Every problem of the pod's and every service's x-claw block is found in
+// one run. When all of them are in services' blocks, Load returns the pod
+// as well as the error (the Errors in Pod.Problems): the services at fault
+// are Invalid, and compile.Build reports these problems with the ones it
+// finds in the other services, so one run names them all. With any other
+// error the pod is nil.
 func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 	file := opts.File
 	if file == "" {
@@ -111,15 +125,14 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 	for _, n := range unrunnable {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: service %q has neither image nor build; `claw up` needs one", file, n))
 	}
-	// Every service's problems are reported in one run (the first of
-	// each), not only the first service's.
-	var problems Errors
-	claw, warns, err := DecodePodClaw(file, project.Extensions[ExtensionKey])
-	if err != nil && !problems.Collect(err) {
-		return nil, err
+	// Every problem of the pod's and every service's x-claw is reported
+	// in one run, not only the first.
+	claw, podErr := DecodePodClaw(file, project.Extensions[ExtensionKey])
+	var podProblems Errors
+	if podErr != nil && !podProblems.Collect(podErr) {
+		return nil, podErr
 	}
 	p.Claw = claw
-	p.Warnings = append(p.Warnings, warns...)
 	p.Name = claw.Name
 	if p.Name == "" {
 		p.Name = project.Name
@@ -127,24 +140,27 @@ func Load(ctx context.Context, opts LoadOptions) (*Pod, error) {
 	for _, name := range sortedServiceNames(project) {
 		sc := project.Services[name]
 		svc := &Service{Name: name, Compose: sc}
-		if raw, ok := sc.Extensions[ExtensionKey]; ok {
-			c, warns, err := DecodeServiceClaw(file, name, raw)
-			if err != nil {
-				if !problems.Collect(err) {
-					return nil, err
-				}
-				continue
-			}
-			svc.Claw = c
-			p.Warnings = append(p.Warnings, warns...)
-		}
 		p.Services[name] = svc
+		if raw, ok := sc.Extensions[ExtensionKey]; ok {
+			c, err := decodeServiceClaw(file, name, &p.Claw, raw)
+			if err != nil && !p.Problems.Collect(err) {
+				return nil, err
+			}
+			svc.Claw, svc.Invalid = c, err != nil
+		}
 	}
-	if err := problems.Err(); err != nil {
-		return nil, err
+	if podErr == nil {
+		if err := p.checkDefaults(); err != nil && !podProblems.Collect(err) {
+			return nil, err
+		}
 	}
-	if err := p.checkDefaults(); err != nil {
-		return nil, err
+	if len(podProblems) > 0 {
+		// The pod's own block is wrong: its services would compile
+		// against defaults it does not mean.
+		return nil, append(podProblems, p.Problems...).Err()
+	}
+	if err := p.Problems.Err(); err != nil {
+		return p, err
 	}
 	return p, nil
 }

@@ -114,3 +114,41 @@ func TestLoadReportsEveryServicesProblem(t *testing.T) {
 		t.Fatalf("not in service order:\n%s", msg)
 	}
 }
+
+// When only services' x-claw blocks have problems, the pod comes back
+// with them, its services at fault Invalid, for compile to add the
+// problems of the others; a problem of the pod's own block leaves no pod.
+func TestLoadReturnsThePodWithItsServicesProblems(t *testing.T) {
+	file := writePod(t, map[string]string{DefaultFile: `services:
+  good:
+    image: g
+    x-claw: {cllama: passthrough}
+  bad:
+    image: b
+    x-claw: {agent: a.md, tools: [good]}
+`})
+	p, err := Load(context.Background(), LoadOptions{File: file})
+	if err == nil || p == nil || len(p.Problems) != 1 || p.Problems.Err().Error() != err.Error() {
+		t.Fatalf("got pod %v, error %v; want the pod and its problem", p, err)
+	}
+	if bad := p.Services["bad"]; !bad.Invalid || bad.Claw != nil || bad.IsAgent() {
+		t.Errorf("bad: %+v", bad)
+	}
+	if good := p.Services["good"]; good.Invalid || !good.IsAgent() {
+		t.Errorf("good: %+v", good)
+	}
+	file = writePod(t, map[string]string{DefaultFile: `x-claw: {tols-defaults: [good]}
+services:
+  good:
+    image: g
+    x-claw: {cllama: passthrough}
+  bad:
+    image: b
+    x-claw: {agent: a.md, tools: [good]}
+`})
+	p, err = Load(context.Background(), LoadOptions{File: file})
+	var many Errors
+	if p != nil || !errors.As(err, &many) || len(many) != 2 {
+		t.Fatalf("got pod %v, error %v; want no pod and both problems", p, err)
+	}
+}

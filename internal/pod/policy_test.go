@@ -22,7 +22,7 @@ func TestPolicyMaxParallel(t *testing.T) {
 		{"cllama: p\ntool-policy: {max-parallel: -1}", "> 0"},
 		{"cllama: p\ntool-policy: {max-parallel: lots}", "integer"},
 	} {
-		_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+		_, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
 		var e *Error
 		if !errors.As(err, &e) || e.Key != "x-claw.tool-policy.max-parallel" || !strings.Contains(e.Problem, tc.want) {
 			t.Errorf("%s: got %v, want key x-claw.tool-policy.max-parallel and %q", tc.src, err, tc.want)
@@ -46,7 +46,7 @@ func TestToolAnnotations(t *testing.T) {
 		{"tool-annotations: {x: {paralel_safe: true}}", "x-claw.tool-annotations.x", "parallel_safe"},
 		{"tool-annotations: [x]", "x-claw.tool-annotations", ""},
 	} {
-		_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+		_, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
 		var e *Error
 		if !errors.As(err, &e) || !strings.HasPrefix(e.Key, tc.key) || !strings.Contains(e.Problem+e.Fix, tc.want) {
 			t.Errorf("%s: got %v, want key %s mentioning %q", tc.src, err, tc.key, tc.want)

@@ -23,7 +23,7 @@ func TestWhenErrors(t *testing.T) {
 		{"misspelt", "cllama: p\ntools: [{service: a, allow: all, whem: 'true'}]", "x-claw.tools[0].whem", "unknown key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
+			_, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, tc.src))
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("got %v, want *Error", err)
@@ -33,12 +33,12 @@ func TestWhenErrors(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, "cllama: p\ntools: [{service: a, allow: all, whem: 'true'}]"))
+	_, err := DecodeServiceClaw("claw-pod.yml", "svc", decodeYAML(t, "cllama: p\ntools: [{service: a, allow: all, whem: 'true'}]"))
 	if err == nil || !strings.Contains(err.Error(), "did you mean `when`?") {
 		t.Errorf("misspelt when: %v", err)
 	}
 	// In the pod defaults: no service, the defaults' key.
-	_, _, err = DecodePodClaw("claw-pod.yml", decodeYAML(t, "tools-defaults: [{service: a, allow: all, when: 'feeds.alerts.level = \"ok\"'}]"))
+	_, err = DecodePodClaw("claw-pod.yml", decodeYAML(t, "tools-defaults: [{service: a, allow: all, when: 'feeds.alerts.level = \"ok\"'}]"))
 	var e *Error
 	if !errors.As(err, &e) || e.Service != "" || e.Key != "x-claw.tools-defaults[0].when" || !strings.Contains(e.Problem, "CEL: 1:") {
 		t.Errorf("defaults: %v", err)
