@@ -10,46 +10,18 @@ import (
 	"github.com/clawdapus/clawgo/internal/pod"
 )
 
-// KnownProvider is a model provider claw recognises by name: its key is
-// <NAME>_API_KEY and its base URL override <NAME>_BASE_URL (the same
-// derivation cllama applies to its environment).
-type KnownProvider struct {
-	Name    string
-	BaseURL string
-	Auth    string
-}
-
-// KnownProviders are the providers with built-in base URLs.
-var KnownProviders = []KnownProvider{
-	{"anthropic", "https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey},
-	{"cerebras", "https://api.cerebras.ai/v1", manifest.ProviderAuthBearer},
-	{"deepseek", "https://api.deepseek.com/v1", manifest.ProviderAuthBearer},
-	{"fireworks", "https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer},
-	{"gemini", "https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
-	{"google", "https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer},
-	{"groq", "https://api.groq.com/openai/v1", manifest.ProviderAuthBearer},
-	{"mistral", "https://api.mistral.ai/v1", manifest.ProviderAuthBearer},
-	{"openai", "https://api.openai.com/v1", manifest.ProviderAuthBearer},
-	{"openrouter", "https://openrouter.ai/api/v1", manifest.ProviderAuthBearer},
-	{"together", "https://api.together.xyz/v1", manifest.ProviderAuthBearer},
-	{"xai", "https://api.x.ai/v1", manifest.ProviderAuthBearer},
-}
-
-func knownProvider(name string) (KnownProvider, bool) {
-	for _, p := range KnownProviders {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return KnownProvider{}, false
-}
+// knownProvider is the built-in provider of that name (manifest's table,
+// the one cllama routes by): its key is <NAME>_API_KEY and its base URL
+// override <NAME>_BASE_URL (the same derivation cllama applies to its
+// environment).
+func knownProvider(name string) (manifest.BuiltinProvider, bool) { return manifest.Builtin(name) }
 
 // providerKeyVars are the variables holding provider credentials: every
 // known provider's <NAME>_API_KEY plus any <NAME>_API_KEY the pod gives
 // cllama.
 func (b *builder) providerKeyVars() map[string]string {
 	vars := map[string]string{}
-	for _, p := range KnownProviders {
+	for _, p := range manifest.BuiltinProviders {
 		vars[strings.ToUpper(p.Name)+"_API_KEY"] = p.Name
 	}
 	vars["ANTHROPIC_AUTH_TOKEN"] = "anthropic"

@@ -14,49 +14,8 @@ import (
 	"github.com/clawdapus/clawgo/internal/filewatch"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/wire"
-	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
-	"github.com/clawdapus/clawgo/internal/wire/openai"
-	"github.com/clawdapus/clawgo/internal/wire/responses"
 )
-
-// builtinProvider is a well-known provider's default base URL and auth
-// style, used when neither providers.json nor <NAME>_BASE_URL names one,
-// and the API formats it speaks, unless providers.json declares them.
-type builtinProvider struct {
-	baseURL string
-	auth    string
-	// aggregator: the provider's own model ids hold "/" (an "org/model"
-	// catalogue), so an unknown "<prefix>/" is part of its model name.
-	aggregator bool
-	// formats are the API formats the provider is known to speak, most
-	// native first.
-	formats []string
-}
-
-// The format names of the built-in table.
-const (
-	fOpenAI    = openai.Name
-	fAnthropic = anthropic.Name
-	fResponses = responses.Name
-)
-
-var builtinProviders = map[string]builtinProvider{
-	"openai": {"https://api.openai.com/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses}},
-	// Anthropic also answers chat completions (its OpenAI SDK
-	// compatibility layer).
-	"anthropic":  {"https://api.anthropic.com/v1", manifest.ProviderAuthXAPIKey, false, []string{fAnthropic, fOpenAI}},
-	"openrouter": {"https://openrouter.ai/api/v1", manifest.ProviderAuthBearer, true, []string{fOpenAI, fResponses, fAnthropic}},
-	"gemini":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
-	"google":     {"https://generativelanguage.googleapis.com/v1beta/openai", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
-	"groq":       {"https://api.groq.com/openai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses}},
-	"mistral":    {"https://api.mistral.ai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
-	"xai":        {"https://api.x.ai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses, fAnthropic}},
-	"deepseek":   {"https://api.deepseek.com/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
-	"together":   {"https://api.together.xyz/v1", manifest.ProviderAuthBearer, true, []string{fOpenAI}},
-	"fireworks":  {"https://api.fireworks.ai/inference/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI, fResponses}},
-	"cerebras":   {"https://api.cerebras.ai/v1", manifest.ProviderAuthBearer, false, []string{fOpenAI}},
-}
 
 // Route is one resolved provider: where to send and how to authenticate.
 type Route struct {
@@ -150,15 +109,15 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 	add := func(name string, p *manifest.Provider) error {
 		name = strings.ToLower(name)
 		e := env[name]
-		b, known := builtinProviders[name]
-		rt := &Route{Name: name, Aggregator: b.aggregator, Formats: b.formats}
+		b, known := manifest.Builtin(name)
+		rt := &Route{Name: name, Aggregator: b.Aggregator, Formats: b.Formats}
 		switch {
 		case e.BaseURL != "":
 			rt.BaseURL = e.BaseURL
 		case p != nil && p.BaseURL != "":
 			rt.BaseURL = p.BaseURL
 		case known:
-			rt.BaseURL = b.baseURL
+			rt.BaseURL = b.BaseURL
 		default:
 			return fmt.Errorf("providers.json: providers.%s.base_url: required (no built-in default for %q); set it, or set %s_BASE_URL", name, name, envName(name))
 		}
@@ -177,7 +136,7 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 			rt.Secret = e.APIKey
 		}
 		if rt.Auth == "" && known {
-			rt.Auth = b.auth
+			rt.Auth = b.Auth
 		}
 		if rt.Auth == "" {
 			rt.Auth = manifest.ProviderAuthBearer
@@ -202,7 +161,7 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 		if _, done := reg.routes[name]; done {
 			continue
 		}
-		if _, known := builtinProviders[name]; (known && e.APIKey != "") || e.BaseURL != "" {
+		if _, known := manifest.Builtin(name); (known && e.APIKey != "") || e.BaseURL != "" {
 			if err := add(name, nil); err != nil {
 				return nil, err
 			}

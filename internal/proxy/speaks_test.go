@@ -27,14 +27,15 @@ func TestBuiltinProvidersFormats(t *testing.T) {
 		"together":   {"openai"},
 		"cerebras":   {"openai"},
 	}
-	if len(want) != len(builtinProviders) {
-		t.Fatalf("%d built-in providers, %d checked", len(builtinProviders), len(want))
+	if len(want) != len(manifest.BuiltinProviders) {
+		t.Fatalf("%d built-in providers, %d checked", len(manifest.BuiltinProviders), len(want))
 	}
-	for name, b := range builtinProviders {
-		if !slices.Equal(b.formats, want[name]) {
-			t.Errorf("%s speaks %q, want %q", name, b.formats, want[name])
+	for _, b := range manifest.BuiltinProviders {
+		name := b.Name
+		if !slices.Equal(b.Formats, want[name]) {
+			t.Errorf("%s speaks %q, want %q", name, b.Formats, want[name])
 		}
-		for _, f := range b.formats {
+		for _, f := range b.Formats {
 			if _, err := formats.Lookup(exchange.Format(f)); err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
