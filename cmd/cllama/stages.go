@@ -11,6 +11,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -63,6 +64,12 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 			return nil, fmt.Errorf("CLLAMA_HISTORY_FSYNC: %w", err)
 		}
 		opts.OnSyncError = func(err error) { fmt.Fprintf(stderr, "cllama: %v (retried next interval)\n", err) }
+		// A partial last line a crash left is cut off when a file is
+		// first opened: an audit event says so. st.rec is set below,
+		// before any file is opened (files open on their first entry).
+		opts.OnRepair = func(agent string, c jsonl.Cut) {
+			st.rec.Emit(audit.FileRepaired(agent, c.Path, c.Offset, c.Bytes))
+		}
 		opts.Replica = cfg.ReplicaID
 		if opts.Replica == "" && cfg.StateURL != "" {
 			// Replicas share the history directory: one file each.

@@ -19,6 +19,11 @@ const (
 	TypeFeedFetch = "feed_fetch"
 	// TypeManifestError reports an agent manifest that failed to load.
 	TypeManifestError = "manifest_error"
+	// TypeFileRepaired reports a partial last line (a write a crash cut
+	// short, never acknowledged) that cllama cut off an append-only file
+	// it opened: File, Offset (where the file now ends) and Bytes (how
+	// many were cut); ClawID for an agent's session history.
+	TypeFileRepaired = "file_repaired"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -73,10 +78,22 @@ type Event struct {
 	ErrorType string        `json:"-"`
 
 	// feed_fetch
-	Feed   string `json:"feed,omitempty"`
-	Bytes  *int   `json:"bytes,omitempty"`
-	Cached bool   `json:"cached,omitempty"`
-	Stale  bool   `json:"stale,omitempty"`
+	Feed string `json:"feed,omitempty"`
+	// Bytes is the size of the feed fetched (feed_fetch), or of the
+	// partial line cut off a file (file_repaired).
+	Bytes  *int `json:"bytes,omitempty"`
+	Cached bool `json:"cached,omitempty"`
+	Stale  bool `json:"stale,omitempty"`
+
+	// file_repaired: the file and the offset it was cut at.
+	File   string `json:"file,omitempty"`
+	Offset *int64 `json:"offset,omitempty"`
+}
+
+// FileRepaired is the file_repaired event of a cut: n bytes were cut off
+// file at offset (agent is the history's agent, or "").
+func FileRepaired(agent, file string, offset, n int64) Event {
+	return Event{Type: TypeFileRepaired, ClawID: agent, File: file, Offset: &offset, Bytes: Ptr(int(n))}
 }
 
 // Filtered is a tool withheld by tool policy: the rules tried (none held)

@@ -61,6 +61,10 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 	if e.Stale {
 		b = append(b, `,"stale":true`...)
 	}
+	b = appendString(b, `,"file":`, e.File, true)
+	if e.Offset != nil {
+		b = strconv.AppendInt(append(b, `,"offset":`...), *e.Offset, 10)
+	}
 	return append(b, '}'), nil
 }
 

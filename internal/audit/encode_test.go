@@ -30,12 +30,30 @@ func FuzzAppendEvent(f *testing.F) {
 		if round == 3 {
 			e.PolicyFiltered = []Filtered{{Tool: tool, Rules: []string{mode}}}
 		}
+		if !stream { // file_repaired's fields, from the others'
+			e.File = errMsg
+			if lat >= 0 {
+				e.Offset = &lat
+			}
+		}
 		want, werr := json.Marshal(e)
 		got, gerr := appendEvent(nil, &e)
 		if (werr != nil) != (gerr != nil) || (werr == nil && !bytes.Equal(got, want)) {
 			t.Fatalf("appendEvent:\n%s (%v)\njson.Marshal:\n%s (%v)", got, gerr, want, werr)
 		}
 	})
+}
+
+// A file_repaired event names the file, where it was cut and how much.
+func TestFileRepairedLine(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out)
+	l.now = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
+	l.Emit(FileRepaired("alice", "/claw/history/alice/history.jsonl", 0, 4711))
+	want := `{"ts":"2025-01-02T03:04:05Z","claw_id":"alice","type":"file_repaired","bytes":4711,"file":"/claw/history/alice/history.jsonl","offset":0}` + "\n"
+	if out.String() != want {
+		t.Fatalf("got  %s\nwant %s", out.String(), want)
+	}
 }
 
 func BenchmarkEmit(b *testing.B) {

@@ -277,3 +277,44 @@ func TestPolicyWithheldInText(t *testing.T) {
 		t.Fatalf("text report:\n%s", out.String())
 	}
 }
+
+// A file_repaired event (cllama cut a partial last line off a file it
+// opened) reads back with its file, offset and bytes, is listed in the
+// text report, and counts as no agent's activity.
+func TestFileRepairedInReport(t *testing.T) {
+	log := `c-1 | {"ts":"2026-01-02T03:04:05Z","claw_id":"a","type":"file_repaired","bytes":321,"file":"/claw/history/a/history.jsonl","offset":0}
+c-1 | {"ts":"2026-01-02T03:04:06Z","type":"file_repaired","bytes":12,"file":"/claw/state/stored-responses.jsonl","offset":4096}
+c-1 | {"ts":"2026-01-02T03:04:07Z","claw_id":"a","type":"request","request_id":"r1"}`
+	events, st, err := ReadAll(strings.NewReader(log))
+	if err != nil || st.Events != 3 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if e := events[1]; e.File != "/claw/state/stored-responses.jsonl" || e.Offset == nil || *e.Offset != 4096 || e.Bytes == nil || *e.Bytes != 12 {
+		t.Fatalf("event read back as %+v", e)
+	}
+	f := Filter{Types: []string{audit.TypeFileRepaired}}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rs := Merge(events, nil)
+	if kept := f.Apply(rs); len(kept) != 2 {
+		t.Fatalf("--type file_repaired kept %d records", len(kept))
+	}
+	sum := Summarize(rs)
+	if len(sum.Agents) != 1 || sum.Agents[0].Agent != "a" || sum.Total.Requests != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	var out strings.Builder
+	if err := NewReport("p", Sources{}, Filter{}, rs).WriteText(&out, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"files repaired: a partial last line, never acknowledged, cut off (2):",
+		"2026-01-02T03:04:05.000Z  a  /claw/history/a/history.jsonl  321 bytes cut at offset 0",
+		"2026-01-02T03:04:06.000Z  (none)  /claw/state/stored-responses.jsonl  12 bytes cut at offset 4096",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -145,6 +145,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			}
 		}
 	}
+	writeRepairs(ew, r.Events)
 	if len(errs) > 0 {
 		fmt.Fprintf(ew, "\nerrors (%d):\n", len(errs))
 		for _, e := range errs {
@@ -246,6 +247,35 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	}
 	if c.Arguments == nil && c.Result == nil {
 		fmt.Fprintln(w, "    arguments and result: not in session history")
+	}
+}
+
+// writeRepairs lists the file_repaired events: the partial last lines
+// cllama cut off its files at start-up (a crash cut their writes short).
+func writeRepairs(w io.Writer, rs []Record) {
+	var cuts []*Record
+	for i := range rs {
+		if rs[i].Type == audit.TypeFileRepaired {
+			cuts = append(cuts, &rs[i])
+		}
+	}
+	if len(cuts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nfiles repaired: a partial last line, never acknowledged, cut off (%d):\n", len(cuts))
+	for _, e := range cuts {
+		agent := e.ClawID
+		if agent == "" {
+			agent = NoAgent
+		}
+		n, off := 0, int64(0)
+		if e.Bytes != nil {
+			n = *e.Bytes
+		}
+		if e.Offset != nil {
+			off = *e.Offset
+		}
+		fmt.Fprintf(w, "  %s  %s  %s  %d bytes cut at offset %d\n", stamp(e.TS), agent, e.File, n, off)
 	}
 }
 

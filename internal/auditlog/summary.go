@@ -11,7 +11,8 @@ import (
 )
 
 // Types are the event types cllama emits, for validating --type.
-var Types = []string{audit.TypeRequest, audit.TypeResponse, audit.TypeError, audit.TypeToolCall, audit.TypeFeedFetch, audit.TypeManifestError}
+var Types = []string{audit.TypeRequest, audit.TypeResponse, audit.TypeError, audit.TypeToolCall, audit.TypeFeedFetch, audit.TypeManifestError,
+	audit.TypeFileRepaired}
 
 // Filter selects records. The zero value selects everything.
 type Filter struct {
@@ -101,7 +102,8 @@ type ToolSummary struct {
 // a request refused before identity was known).
 const NoAgent = "(none)"
 
-// Summarize counts rs per agent, agents sorted by id.
+// Summarize counts rs per agent, agents sorted by id. A file_repaired
+// event is no agent's activity: it is left out.
 func Summarize(rs []Record) Summary {
 	by := map[string]*AgentSummary{}
 	models := map[string]map[string]bool{}
@@ -109,6 +111,9 @@ func Summarize(rs []Record) Summary {
 	allModels := map[string]bool{}
 	for i := range rs {
 		r := &rs[i]
+		if r.Type == audit.TypeFileRepaired {
+			continue
+		}
 		id := r.ClawID
 		if id == "" {
 			id = NoAgent

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/faulttest"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 // The tests in this file inject the faults a history file meets in
@@ -42,6 +44,11 @@ const (
 	crashHelperGen = "HISTORY_CRASH_HELPER_GEN"
 )
 
+// cutsLog is where TestCrashHelper notes the cuts its Writer reports, one
+// line each, in the history directory (beside the agents' directories,
+// where no reader looks).
+const cutsLog = "cuts.log"
+
 // TestCrashHelper is not a test: TestKill9UnderLoad runs the test binary
 // again with this test selected, as the process it kills. It appends
 // entries from four goroutines to two agents' files until it is killed,
@@ -52,7 +59,13 @@ func TestCrashHelper(t *testing.T) {
 		t.Skip("helper process for TestKill9UnderLoad")
 	}
 	gen, _ := strconv.Atoi(os.Getenv(crashHelperGen))
-	w, err := NewWriterWith(dir, WriterOptions{Sync: SyncMode(gen % 3)})
+	noteCut := func(agent string, c jsonl.Cut) {
+		if f, err := os.OpenFile(filepath.Join(dir, cutsLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			fmt.Fprintf(f, "%s %d %d\n", agent, c.Offset, c.Bytes)
+			_ = f.Close()
+		}
+	}
+	w, err := NewWriterWith(dir, WriterOptions{Sync: SyncMode(gen % 3), OnRepair: noteCut})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -76,8 +89,9 @@ func TestCrashHelper(t *testing.T) {
 
 // A process killed with SIGKILL while appending large entries from many
 // goroutines, restarted and killed again and again, must not lose or
-// corrupt any entry it acknowledged, and leaves at most one invalid line
-// per file per kill (the write the kill cut short).
+// corrupt any entry it acknowledged. Each restart cuts off the partial
+// line the kill may have left in each file (at most one per file per
+// kill), and so does the last reopen: every line is then valid JSON.
 func TestKill9UnderLoad(t *testing.T) {
 	if os.Getenv(crashHelperDir) != "" {
 		t.Skip("in the helper process")
@@ -100,67 +114,178 @@ func TestKill9UnderLoad(t *testing.T) {
 	}) {
 		acked[id] = true
 	}
-
-	torn := 0
-	found := 0
+	cut := map[string]int{} // per agent, by the restarts and the last reopen
+	restarts := 0
+	if b, err := os.ReadFile(filepath.Join(dir, cutsLog)); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if agent, _, ok := strings.Cut(line, " "); ok {
+				cut[agent]++
+				restarts++
+			}
+		}
+	}
+	// Reopen, as the next cllama would, and check what it cut.
+	sizes := map[string]int64{}
 	for _, agent := range crashAgents {
-		entries, st, err := ReadFile(Path(dir, agent))
+		fi, err := os.Stat(Path(dir, agent))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Malformed > kills {
-			t.Errorf("%s: %d invalid lines after %d kills; a kill may tear at most one", agent, st.Malformed, kills)
+		sizes[agent] = fi.Size()
+	}
+	w, cuts := repairingWriter(t, dir)
+	for _, agent := range crashAgents {
+		if err := w.Append(Entry{ID: "last-" + agent, AgentID: agent, Request: crashPad("last-" + agent)}); err != nil {
+			t.Fatal(err)
 		}
-		torn += st.Malformed
-		seen := map[string]bool{}
-		for _, e := range entries {
-			if seen[e.ID] {
-				t.Errorf("%s: entry %s twice", agent, e.ID)
-			}
-			seen[e.ID] = true
-			if !acked[e.ID] {
-				continue // written whole, killed before it was acknowledged
-			}
-			found++
-			if string(e.Request) != string(crashPad(e.ID)) {
-				t.Errorf("%s: acknowledged entry %s read back corrupted (%d bytes)", agent, e.ID, len(e.Request))
-			}
+	}
+	for _, r := range cuts() {
+		if r.cut.Path != Path(dir, r.agent) || r.cut.Bytes <= 0 || r.cut.Offset+r.cut.Bytes != sizes[r.agent] {
+			t.Errorf("reopen reported %+v for a file of %d bytes", r, sizes[r.agent])
+		}
+		cut[r.agent]++
+	}
+	found := 0
+	for _, agent := range crashAgents {
+		found += checkAfterKills(t, Path(dir, agent), acked)
+		if cut[agent] > kills {
+			t.Errorf("%s: %d partial lines cut after %d kills; a kill may tear at most one", agent, cut[agent], kills)
 		}
 	}
 	if found != len(acked) {
-		t.Fatalf("%d of %d acknowledged entries read back; a torn line took the others with it", found, len(acked))
+		t.Fatalf("%d of %d acknowledged entries read back", found, len(acked))
 	}
-	t.Logf("%d kills, %d acknowledged entries intact, %d torn line(s) skipped by readers", kills, len(acked), torn)
+	t.Logf("%d kills, %d acknowledged entries intact; partial last lines cut: %d by restarts, %d by the last reopen", kills, len(acked), restarts, len(cuts()))
+}
+
+// checkAfterKills checks a file TestKill9UnderLoad's helpers wrote: every
+// line whole and valid JSON, no entry twice, the acknowledged entries it
+// holds intact. It returns how many acknowledged entries it holds.
+func checkAfterKills(t *testing.T, path string, acked map[string]bool) int {
+	t.Helper()
+	ids := validLines(t, path)
+	entries, st, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Malformed != 0 || len(entries) != len(ids) {
+		t.Errorf("%s: %d invalid lines (at %v); want none", path, st.Malformed, st.MalformedAt)
+	}
+	seen := map[string]bool{}
+	found := 0
+	for _, e := range entries {
+		if seen[e.ID] {
+			t.Errorf("%s: entry %s twice", path, e.ID)
+		}
+		seen[e.ID] = true
+		if !acked[e.ID] {
+			continue // written whole, killed before it was acknowledged
+		}
+		found++
+		if string(e.Request) != string(crashPad(e.ID)) {
+			t.Errorf("%s: acknowledged entry %s read back corrupted (%d bytes)", path, e.ID, len(e.Request))
+		}
+	}
+	return found
 }
 
 // A file that already ends in a partial line (the previous process died
-// mid-write) gets its tail ended before the first new entry.
-func TestAppendAfterTornTail(t *testing.T) {
+// mid-write) has it cut off before the first new entry, and the cut is
+// reported with the file, the offset cut at and the bytes cut: every line
+// is then valid JSON, and every entry written whole is still there.
+func TestReopenCutsTornTail(t *testing.T) {
 	dir := t.TempDir()
 	path := Path(dir, "alice")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := json.Marshal(Entry{ID: "1", AgentID: "alice", Request: json.RawMessage(`{}`)})
-	torn := `{"id":"2","agent_id":"alice","request":{"messages":[{"role":"us`
-	if err := os.WriteFile(path, []byte(string(first)+"\n"+torn), 0o600); err != nil {
+	var whole []byte
+	for _, id := range []string{"1", "2"} {
+		line, _ := json.Marshal(Entry{ID: id, AgentID: "alice", Request: json.RawMessage(`{}`)})
+		whole = append(append(whole, line...), '\n')
+	}
+	torn := `{"id":"x","agent_id":"alice","request":{"messages":[{"role":"us`
+	if err := os.WriteFile(path, append(whole, torn...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWriter(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, cuts := repairingWriter(t, dir)
 	if err := w.Append(Entry{ID: "3", AgentID: "alice", Request: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	entries, st, err := ReadFile(path)
+	want := []repair{{"alice", jsonl.Cut{Path: path, Offset: int64(len(whole)), Bytes: int64(len(torn))}}}
+	if got := cuts(); !slices.Equal(got, want) {
+		t.Fatalf("cuts reported %+v, want %+v", got, want)
+	}
+	if got := validLines(t, path); strings.Join(got, ",") != "1,2,3" {
+		t.Fatalf("file holds entries %v, want 1,2,3", got)
+	}
+	// A file that ends with a whole line is left alone, and no cut is
+	// reported.
+	w2, cuts2 := repairingWriter(t, dir)
+	if err := w2.Append(Entry{ID: "4", AgentID: "alice", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cuts2(); len(got) != 0 {
+		t.Fatalf("a whole file was cut: %+v", got)
+	}
+	if got := validLines(t, path); strings.Join(got, ",") != "1,2,3,4" {
+		t.Fatalf("file holds entries %v, want 1,2,3,4", got)
+	}
+}
+
+// repair is a cut reported to WriterOptions.OnRepair.
+type repair struct {
+	agent string
+	cut   jsonl.Cut
+}
+
+// repairingWriter returns a Writer on dir and the cuts it has reported
+// so far.
+func repairingWriter(t *testing.T, dir string) (*Writer, func() []repair) {
+	t.Helper()
+	var mu sync.Mutex
+	var cuts []repair
+	w, err := NewWriterWith(dir, WriterOptions{Sync: SyncNever, OnRepair: func(agent string, c jsonl.Cut) {
+		mu.Lock()
+		cuts = append(cuts, repair{agent, c})
+		mu.Unlock()
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 || entries[1].ID != "3" || st.Malformed != 1 {
-		t.Fatalf("read %d entries (%v), %d malformed; want 1 and 3, and the torn line counted", len(entries), ids(entries), st.Malformed)
+	t.Cleanup(func() { w.Close() })
+	return w, func() []repair {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(cuts)
 	}
+}
+
+// validLines checks that every line of the file at path is a whole line
+// of valid JSON, the file ending with a newline, and returns the entries'
+// ids in file order.
+func validLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Errorf("%s ends in a partial line: %.80q", path, b[max(0, len(b)-80):])
+	}
+	var out []string
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if len(b) == 0 {
+			break
+		}
+		var e Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Errorf("%s: line %d is not valid JSON (%v): %.80q", path, i+1, err, line)
+			continue
+		}
+		out = append(out, e.ID)
+	}
+	return out
 }
 
 func ids(es []Entry) []string {
@@ -443,4 +568,40 @@ func (w *Writer) isDirty(agent string) bool {
 	af.mu.Lock()
 	defer af.mu.Unlock()
 	return af.dirty
+}
+
+// A partial last line that cannot be cut when the file is opened (a
+// failing truncate) is cut before the first entry once it can be, and
+// reported then.
+func TestCutRetriedBeforeFirstEntry(t *testing.T) {
+	capacity := int64(64 << 20)
+	w, ff := faultWriter(t, &capacity)
+	var cuts []jsonl.Cut
+	w.opts.OnRepair = func(_ string, c jsonl.Cut) { cuts = append(cuts, c) }
+	path := Path(w.dir, "alice")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	torn := `{"id":"x","agent_id":"al`
+	if err := os.WriteFile(path, []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ff.failTruncate = syscall.EIO
+	af, err := w.file("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !af.torn || len(cuts) != 0 {
+		t.Fatalf("torn %v, cuts %+v after a failed cut", af.torn, cuts)
+	}
+	ff.failTruncate = nil
+	if err := w.Append(Entry{ID: "a", AgentID: "alice", Request: crashPad("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cuts) != 1 || cuts[0] != (jsonl.Cut{Path: path, Offset: 0, Bytes: int64(len(torn))}) {
+		t.Fatalf("cuts %+v", cuts)
+	}
+	if got := validLines(t, path); strings.Join(got, ",") != "a" {
+		t.Fatalf("entries %v", got)
+	}
 }

@@ -56,9 +56,11 @@ func LineList(at []int, total int) string {
 
 // Entries returns an iterator over the entries of r, oldest first. Malformed
 // or over-long lines are counted in stats (when non-nil) and skipped, never
-// fatal: a write torn by a crash or a full disk is left as one invalid line
-// of its own (see Writer). The iterator
-// yields a non-nil error only for a read failure, and then stops.
+// fatal: the Writer leaves whole lines only, but a file may hold an invalid
+// one (a write torn by a crash that an earlier version ended with a
+// newline, a partial last line no Writer has cut yet, damage), and the
+// entries after it still read. The iterator yields a non-nil error only
+// for a read failure, and then stops.
 func Entries(r io.Reader, stats *Stats) iter.Seq2[Entry, error] {
 	if stats == nil {
 		stats = new(Stats)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -40,17 +41,28 @@ const FileName = "history.jsonl"
 //   - A process crash (kill -9, OOM kill, panic): the write(2) of an
 //     acknowledged entry has completed, so the kernel has it. A write cut
 //     short by the crash leaves at most one partial last line per file,
-//     never acknowledged; the next Writer to open the file ends it with a
-//     newline before appending, so it stays one invalid line that readers
-//     count and skip, and no later entry is lost with it.
+//     never acknowledged; the next Writer to open the file cuts it off
+//     (jsonl.CutTornTail: the file is truncated after its last newline)
+//     before appending, and reports the cut (WriterOptions.OnRepair;
+//     cllama logs a file_repaired audit event). Every line stays valid
+//     JSON, and no acknowledged entry is lost with the cut. A Writer holds
+//     its files locked shared (flock(2)) while it has them open, and
+//     cuts only a file no other Writer has open: two processes appending
+//     to one file (no replica ids) never cut each other's write in
+//     progress; the second ends the last line with a newline instead, as
+//     the kernel appends it after that write.
 //   - A power loss or kernel crash: with SyncAlways, Append returns only
 //     after fsync(2), so acknowledged entries are on stable storage. With
 //     the default SyncInterval, files that changed are fsync'ed in the
 //     background at least once per interval (default one second), so at
 //     most the last interval's entries may be lost, without adding an
-//     fsync to every exchange; with SyncNever the kernel decides. A tail
-//     left garbage by such a loss is terminated by the next open as above;
-//     earlier entries are not affected.
+//     fsync to every exchange; with SyncNever the kernel decides. A
+//     partial tail left by such a loss is cut off by the next open as
+//     above; earlier entries are not affected.
+//
+// Files written by earlier versions may hold an invalid line in their
+// middle (a torn line those versions ended with a newline); readers
+// (Entries) count and skip it, and the entries after it read as usual.
 type Writer struct {
 	dir  string
 	opts WriterOptions
@@ -97,6 +109,10 @@ type WriterOptions struct {
 	// cllama replicas sharing one history directory never write the same
 	// file (readers merge them; see Paths).
 	Replica string
+	// OnRepair is told when opening an agent's file cut a partial last
+	// line off it (a write a crash cut short), before the file is
+	// appended to.
+	OnRepair func(agentID string, cut jsonl.Cut)
 }
 
 // ParseSync reads a sync setting as cllama's configuration spells it:
@@ -128,8 +144,9 @@ type appendFile interface {
 }
 
 type agentFile struct {
-	mu sync.Mutex
-	f  appendFile
+	mu    sync.Mutex
+	f     appendFile
+	agent string
 	// size is where the next entry starts: the file ends with a whole line
 	// (or is empty) at this offset, unless torn is set; -1 when unknown.
 	size int64
@@ -280,7 +297,7 @@ func (w *Writer) Append(e Entry) error {
 	af.mu.Lock()
 	defer af.mu.Unlock()
 	if af.torn {
-		if err := af.endTornLine(); err != nil {
+		if err := af.endTornLine(w.opts.OnRepair); err != nil {
 			return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
 		}
 	}
@@ -482,13 +499,25 @@ func replaceInvalid(b []byte) ([]byte, int) {
 }
 
 // endTornLine makes the file end with a whole line again after a failed
-// write that could not be cut back: first by cutting it back again, else
-// by ending the partial line with a newline (it then stays one invalid
-// line that readers skip and count). af.mu is held.
-func (af *agentFile) endTornLine() error {
+// write that could not be cut back, or a file whose partial last line
+// could not be cut when it was opened: first by cutting it back again to
+// where the next entry starts, or to after its last newline (reported to
+// onRepair), else, as a last resort, by ending the partial line with a
+// newline (it then stays one invalid line that readers skip and count).
+// af.mu is held.
+func (af *agentFile) endTornLine(onRepair func(string, jsonl.Cut)) error {
 	if af.size >= 0 && af.f.Truncate(af.size) == nil {
 		af.torn = false
 		return nil
+	}
+	if af.size < 0 {
+		if cut, err := af.repairTail(); err == nil {
+			if cut.Bytes > 0 && onRepair != nil {
+				onRepair(af.agent, cut)
+			}
+			af.size, af.torn = cut.Offset, false
+			return nil
+		}
 	}
 	size, err := terminate(af.f)
 	if err != nil {
@@ -496,6 +525,22 @@ func (af *agentFile) endTornLine() error {
 	}
 	af.size, af.torn = size, false
 	return nil
+}
+
+// repairTail makes af's file end with a whole line before its first
+// entry: it cuts off a partial last line (a write a crash cut short) when
+// no other Writer has the file open. When one has (two processes sharing
+// a file, which replica ids avoid), the last line may be its write in
+// progress: it is ended with a newline instead, which the kernel appends
+// after that write, so it is never cut. The file is left locked shared,
+// telling the next Writer it is not alone.
+func (af *agentFile) repairTail() (jsonl.Cut, error) {
+	defer lockShared(af.f)
+	if lockAlone(af.f) {
+		return jsonl.CutTornTail(af.f)
+	}
+	size, err := terminate(af.f)
+	return jsonl.Cut{Path: af.f.Name(), Offset: size}, err
 }
 
 // terminate ends f with a newline unless it is empty or already ends with
@@ -523,17 +568,28 @@ func terminate(f appendFile) (int64, error) {
 }
 
 // file returns the open history file of an agent, opening it once. A file
-// left with a partial last line (a crash mid-write) is ended with a newline
-// first, so the next entry starts on a line of its own.
+// left with a partial last line (a crash mid-write) has it cut off first,
+// so the next entry starts on a line of its own; the cut is reported to
+// OnRepair.
 func (w *Writer) file(agentID string) (*agentFile, error) {
+	af, cut, err := w.openLocked(agentID)
+	if cut.Bytes > 0 && w.opts.OnRepair != nil {
+		w.opts.OnRepair(agentID, cut)
+	}
+	return af, err
+}
+
+// openLocked is file under w.mu, returning what opening the file cut
+// (even when it then fails).
+func (w *Writer) openLocked(agentID string) (*agentFile, jsonl.Cut, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if af := w.files[agentID]; af != nil {
-		return af, nil
+		return af, jsonl.Cut{}, nil
 	}
 	dir := filepath.Join(w.dir, agentID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+		return nil, jsonl.Cut{}, fmt.Errorf("history: %w", err)
 	}
 	name := FileName
 	if w.opts.Replica != "" {
@@ -541,23 +597,26 @@ func (w *Writer) file(agentID string) (*agentFile, error) {
 	}
 	f, err := w.openFile(filepath.Join(dir, name))
 	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+		return nil, jsonl.Cut{}, fmt.Errorf("history: %w", err)
 	}
-	af := &agentFile{f: f}
-	if af.size, err = terminate(f); err != nil {
+	af := &agentFile{f: f, agent: agentID}
+	cut, err := af.repairTail()
+	if err != nil {
 		// Retried before the first entry is written.
-		af.size, af.torn = -1, true
+		cut, af.size, af.torn = jsonl.Cut{}, -1, true
+	} else {
+		af.size = cut.Offset
 	}
 	if w.opts.Sync != SyncNever {
 		// A new file (and a new agent directory) must survive a power
 		// loss too: sync the directories that name them.
 		if err := syncDirs(dir, w.dir); err != nil {
 			_ = f.Close()
-			return nil, fmt.Errorf("history: %w", err)
+			return nil, cut, fmt.Errorf("history: %w", err)
 		}
 	}
 	w.files[agentID] = af
-	return af, nil
+	return af, cut, nil
 }
 
 // syncDirs fsyncs each directory.

@@ -3,6 +3,10 @@
 // over the bound is reported and skipped rather than read into memory or
 // treated as fatal. It splits lines; decoding them, and deciding what a
 // malformed one means, is the caller's.
+//
+// On the writing side it owns one rule for every append-only line log
+// cllama keeps: a partial last line is cut off when the file is opened to
+// append (CutTornTail), so the file holds whole lines only.
 package jsonl
 
 import (

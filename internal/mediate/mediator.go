@@ -31,6 +31,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -140,10 +141,17 @@ func New(o Options) (*Mediator, error) {
 	if o.Runner == nil {
 		return nil, errors.New("mediate: Options.Runner is required")
 	}
+	rec := o.Events
+	if rec == nil {
+		rec = recorder.New(o.Audit, o.History)
+	}
 	var owned *Store
 	if o.Continuity == nil {
+		// A record a crash cut short, cut off the log at open, is
+		// logged like any repaired file.
 		store, err := OpenStore(StoreOptions{Dir: o.StateDir, MaxEntries: o.MaxContinuityEntries, MaxBytes: o.ContinuityMaxBytes,
-			MaxEntryBytes: o.ContinuityMaxEntryBytes, MaxAge: o.ContinuityMaxAge, Now: o.Now})
+			MaxEntryBytes: o.ContinuityMaxEntryBytes, MaxAge: o.ContinuityMaxAge, Now: o.Now,
+			OnRepair: func(c jsonl.Cut) { rec.Emit(audit.FileRepaired("", c.Path, c.Offset, c.Bytes)) }})
 		if err != nil {
 			return nil, err
 		}
@@ -155,11 +163,8 @@ func New(o Options) (*Mediator, error) {
 		loops:    map[exchange.Format]wire.ToolLoop{},
 		catalogs: newCatalogCache(),
 		canon:    newCanonCache(canonCacheSize),
-		rec:      o.Events,
+		rec:      rec,
 		policy:   policy.NewEvaluator(),
-	}
-	if m.rec == nil {
-		m.rec = recorder.New(o.Audit, o.History)
 	}
 	for _, f := range formats.All() {
 		if l, ok := f.(wire.ToolLoop); ok {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 // ContinuityStore keeps the hidden rounds of conversations between turns
@@ -55,12 +57,13 @@ type ContinuityBatch interface {
 // On disk an entry is whole or absent, never torn: each record carries its
 // length and checksum, a Put returns once its record is written (one
 // write(2) at the end of the log), a write that fails is cut off again and
-// one a crash cut short is cut off by the next OpenStore; a record whose
-// checksum fails is never used. Records are not synced: a power loss may
-// lose the latest entries, which only costs the model a repeat of the
-// hidden tool calls they recorded. Dead records are reclaimed by
-// compaction in the background, so the log stays within about 1.5 times
-// MaxBytes.
+// one a crash cut short is cut off by the next OpenStore (and reported to
+// StoreOptions.OnRepair: cllama logs a file_repaired audit event); a
+// record whose checksum fails is never used. Records are not synced: a
+// power loss may lose the latest entries, which only costs the model a
+// repeat of the hidden tool calls they recorded. Dead records are
+// reclaimed by compaction in the background, so the log stays within
+// about 1.5 times MaxBytes.
 type Store struct {
 	dir           string
 	max           int
@@ -68,6 +71,7 @@ type Store struct {
 	maxEntryBytes int64
 	maxAge        time.Duration
 	now           func() time.Time
+	onRepair      func(jsonl.Cut)
 
 	mu      sync.Mutex
 	entries map[string]*list.Element
@@ -136,6 +140,9 @@ type StoreOptions struct {
 	MaxAge time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnRepair is told when OpenStore cut a record a crash cut short off
+	// the end of the log.
+	OnRepair func(jsonl.Cut)
 }
 
 // Defaults of StoreOptions.
@@ -160,7 +167,7 @@ const tempPrefix = ".tmp-"
 // OpenStore opens a store, indexing the entries a directory already holds.
 // With a directory, Close releases it.
 func OpenStore(o StoreOptions) (*Store, error) {
-	s := &Store{dir: o.Dir, max: o.MaxEntries, maxBytes: o.MaxBytes, maxEntryBytes: o.MaxEntryBytes, maxAge: o.MaxAge, now: o.Now,
+	s := &Store{dir: o.Dir, max: o.MaxEntries, maxBytes: o.MaxBytes, maxEntryBytes: o.MaxEntryBytes, maxAge: o.MaxAge, now: o.Now, onRepair: o.OnRepair,
 		entries: map[string]*list.Element{}, lru: list.New(), marks: map[string]*list.Element{}, markOrder: list.New()}
 	if s.max <= 0 {
 		s.max = DefaultContinuityMaxEntries

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 // The continuity store's directory holds one append-only log of records,
@@ -202,10 +204,14 @@ func (s *Store) openLog() error {
 		return err
 	}
 	s.file = newLogFile(f)
-	if err := s.replay(); err != nil {
+	cut, err := s.replay()
+	if err != nil {
 		s.file.release()
 		unlock()
 		return err
+	}
+	if cut.Bytes > 0 && s.onRepair != nil {
+		s.onRepair(cut)
 	}
 	if err := s.migrateFiles(); err != nil {
 		s.file.release()
@@ -234,33 +240,35 @@ func (s *Store) openLog() error {
 // replay reads the log into the index: records in order, a later one for
 // a key replacing an earlier one, each checked against its checksum. The
 // first record that cannot be one (a length past the end: a write a crash
-// cut short) ends the log, which is truncated there. It holds one chunk of
-// the log in memory at a time, never the messages.
-func (s *Store) replay() error {
+// cut short) ends the log, which is truncated there; it returns what it
+// cut. It holds one chunk of the log in memory at a time, never the
+// messages.
+func (s *Store) replay() (jsonl.Cut, error) {
 	f := s.file.f
+	cut := jsonl.Cut{Path: f.Name()}
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return cut, err
 	}
 	end := fi.Size()
 	if end < logHeaderLen {
 		// New (or cut short before its header was whole).
 		if err := f.Truncate(0); err != nil {
-			return err
+			return cut, err
 		}
 		if _, err := f.WriteAt([]byte(logMagic), 0); err != nil {
-			return err
+			return cut, err
 		}
-		s.size = logHeaderLen
-		return nil
+		s.size, cut.Bytes = logHeaderLen, end
+		return cut, nil
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), replayChunk)
 	magic := make([]byte, logHeaderLen)
 	if _, err := io.ReadFull(r, magic); err != nil {
-		return err
+		return cut, err
 	}
 	if string(magic) != logMagic {
-		return fmt.Errorf("%s is not a continuity log (remove it to start afresh)", filepath.Join(s.dir, logName))
+		return cut, fmt.Errorf("%s is not a continuity log (remove it to start afresh)", filepath.Join(s.dir, logName))
 	}
 	head := make([]byte, recHeaderLen+recFixedLen+maxKeyLen)
 	chunk := make([]byte, replayChunk)
@@ -270,7 +278,7 @@ func (s *Store) replay() error {
 	now := s.now()
 	for off+recHeaderLen <= end {
 		if _, err := io.ReadFull(r, head[:recHeaderLen]); err != nil {
-			return err
+			return cut, err
 		}
 		n := int64(binary.LittleEndian.Uint32(head))
 		if n < recFixedLen+1 || n > maxRecordLen || off+recHeaderLen+n > end {
@@ -280,13 +288,13 @@ func (s *Store) replay() error {
 		// through the checksum.
 		hn := min(n, int64(recFixedLen+maxKeyLen))
 		if _, err := io.ReadFull(r, head[recHeaderLen:recHeaderLen+hn]); err != nil {
-			return err
+			return cut, err
 		}
 		crc := crc32.Update(0, castagnoli, head[recHeaderLen:recHeaderLen+hn])
 		for left := n - hn; left > 0; {
 			c := chunk[:min(left, int64(len(chunk)))]
 			if _, err := io.ReadFull(r, c); err != nil {
-				return err
+				return cut, err
 			}
 			crc = crc32.Update(crc, castagnoli, c)
 			left -= int64(len(c))
@@ -301,11 +309,12 @@ func (s *Store) replay() error {
 	}
 	if off < end {
 		if err := f.Truncate(off); err != nil {
-			return err
+			return cut, err
 		}
+		cut.Offset, cut.Bytes = off, end-off
 	}
 	s.size = off
-	return nil
+	return cut, nil
 }
 
 // applyLocked indexes a replayed record at off.

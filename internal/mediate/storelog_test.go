@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 func openTestStore(t *testing.T, o StoreOptions) *Store {
@@ -31,8 +33,9 @@ func logBytes(t *testing.T, dir string) []byte {
 	return b
 }
 
-// A record a crash cut short is cut off at the next start; the entries
-// before it are whole and the next ones are appended where it began.
+// A record a crash cut short is cut off at the next start, and the cut
+// reported; the entries before it are whole and the next ones are
+// appended where it began.
 func TestStoreLogCutsTornTail(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, StoreOptions{Dir: dir})
@@ -53,9 +56,13 @@ func TestStoreLogCutsTornTail(t *testing.T) {
 	}
 	_ = f.Close()
 
-	s = openTestStore(t, StoreOptions{Dir: dir})
+	var cuts []jsonl.Cut
+	s = openTestStore(t, StoreOptions{Dir: dir, OnRepair: func(c jsonl.Cut) { cuts = append(cuts, c) }})
 	if got := int64(len(logBytes(t, dir))); got != whole {
 		t.Errorf("log of %d bytes after the restart, want the %d bytes of its whole records", got, whole)
+	}
+	if want := (jsonl.Cut{Path: filepath.Join(dir, logName), Offset: whole, Bytes: int64(len(torn) / 2)}); len(cuts) != 1 || cuts[0] != want {
+		t.Errorf("cuts reported %+v, want %+v", cuts, want)
 	}
 	for _, k := range []string{"a", "b"} {
 		if got, ok := s.Get(k); !ok || string(got[0]) != `"`+k+`"` {

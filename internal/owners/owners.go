@@ -17,7 +17,9 @@
 //   - A process crash (kill -9, OOM kill, panic): its line was written
 //     (write(2) completed) before Record returned, so the kernel has it. A
 //     write cut short by the crash leaves at most a partial last line,
-//     which the next Open drops.
+//     never acknowledged, which the next Open cuts off before it replays
+//     the log (jsonl.CutTornTail) and reports (Options.OnRepair; cllama
+//     logs a file_repaired audit event).
 //   - A power loss or kernel crash: the log is fsync'ed in the background
 //     once per SyncEvery (default one second) when it changed, and on
 //     Close, so at most the last interval's ids may be lost.
@@ -105,6 +107,9 @@ type Options struct {
 	// OnError is told of failures in the background: an fsync or a
 	// rewrite of the log. The ids concerned stay in memory.
 	OnError func(error)
+	// OnRepair is told when Open cut a partial last line off the log (a
+	// write a crash cut short).
+	OnRepair func(jsonl.Cut)
 }
 
 // line is one line of the log: an id recorded for an owner, or forgotten.
@@ -129,6 +134,7 @@ type Store struct {
 	limit, compactAt int
 	syncEvery        time.Duration
 	onError          func(error)
+	onRepair         func(jsonl.Cut)
 
 	// mu guards the index. Lookups take it for reading only.
 	mu sync.RWMutex
@@ -157,11 +163,12 @@ type Store struct {
 	closed     bool
 }
 
-// Open opens a store, replaying the log of o.Dir when there is one. A log
-// with a partial last line or lines that do not decode (a crash, a power
-// loss) is rewritten from what did decode before Open returns.
+// Open opens a store, replaying the log of o.Dir when there is one. A
+// partial last line (a crash) is cut off first; a log with lines that do
+// not decode (a power loss, damage) is rewritten from what did decode
+// before Open returns.
 func Open(o Options) (*Store, error) {
-	s := &Store{dir: o.Dir, max: o.Max, syncEvery: o.SyncEvery, onError: o.OnError, index: map[string]int{}}
+	s := &Store{dir: o.Dir, max: o.Max, syncEvery: o.SyncEvery, onError: o.OnError, onRepair: o.OnRepair, index: map[string]int{}}
 	if s.max <= 0 {
 		s.max = DefaultMax
 	}
@@ -185,8 +192,9 @@ func Open(o Options) (*Store, error) {
 	return s, nil
 }
 
-// load replays the log, then keeps it open for appending, or rewrites it
-// first when it is torn, holds lines that do not decode, or is long.
+// load cuts a partial last line off the log and replays it, then keeps it
+// open for appending, or rewrites it first when it holds lines that do not
+// decode, or is long.
 func (s *Store) load() error {
 	leftovers, _ := filepath.Glob(s.path + tempSuffix + "*")
 	for _, name := range leftovers {
@@ -195,6 +203,14 @@ func (s *Store) load() error {
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
+	}
+	cut, err := jsonl.CutTornTail(f)
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	if cut.Bytes > 0 && s.onRepair != nil {
+		s.onRepair(cut)
 	}
 	lines, bad := 0, 0
 	for l, err := range jsonl.Numbered(f, maxLineBytes) {
@@ -218,13 +234,8 @@ func (s *Store) load() error {
 			s.putLocked(ln.ID, ln.Owner)
 		}
 	}
-	size, endsWhole, err := lastByte(f)
-	if err != nil {
-		_ = f.Close()
-		return err
-	}
-	if bad == 0 && endsWhole && lines <= s.compactAt {
-		s.f, s.size, s.lines = f, size, lines
+	if bad == 0 && lines <= s.compactAt {
+		s.f, s.size, s.lines = f, cut.Offset, lines
 		return nil
 	}
 	_ = f.Close()
@@ -234,22 +245,6 @@ func (s *Store) load() error {
 	}
 	s.f, s.size, s.lines = nf, size, n
 	return nil
-}
-
-// lastByte returns f's size and whether it is empty or ends with a newline.
-func lastByte(f *os.File) (int64, bool, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, false, err
-	}
-	if fi.Size() == 0 {
-		return 0, true, nil
-	}
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], fi.Size()-1); err != nil {
-		return 0, false, err
-	}
-	return fi.Size(), b[0] == '\n', nil
 }
 
 // Owner returns the owner of id; ok is false when the store does not know

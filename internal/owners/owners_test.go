@@ -1,6 +1,7 @@
 package owners
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clawdapus/clawgo/internal/faulttest"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
 var (
@@ -208,6 +210,70 @@ func TestTornAndGarbageLines(t *testing.T) {
 	}
 }
 
+// A partial last line (a write a crash cut short) is cut off at Open and
+// reported with the file, the offset and the bytes cut, even when what was
+// written of it happens to be a whole JSON object: without its newline it
+// was never acknowledged. The log is not rewritten for it.
+func TestTornTailCut(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, Options{Dir: dir})
+	record(t, s, "resp_a", alice)
+	record(t, s, "resp_b", bob)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, partial := range []string{`{"id":"resp_c","agent":"alice","provider":"openai"}`, `{"id":"resp_c","ag`} {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString(partial)
+		_ = f.Close()
+		var cuts []jsonl.Cut
+		again := open(t, Options{Dir: dir, OnRepair: func(c jsonl.Cut) { cuts = append(cuts, c) }})
+		want := jsonl.Cut{Path: path, Offset: before.Size(), Bytes: int64(len(partial))}
+		if len(cuts) != 1 || cuts[0] != want {
+			t.Fatalf("cuts %+v, want %+v", cuts, want)
+		}
+		wantOwner(t, again, "resp_a", alice)
+		wantOwner(t, again, "resp_b", bob)
+		wantUnknown(t, again, "resp_c")
+		if err := again.Close(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(before, after) || after.Size() != before.Size() {
+			t.Fatalf("log rewritten or changed for a partial last line (%d bytes, was %d)", after.Size(), before.Size())
+		}
+	}
+	wantValidLog(t, dir)
+}
+
+// wantValidLog checks that every line of the log is whole and valid JSON.
+func wantValidLog(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Errorf("log ends in a partial line: %q", b[max(0, len(b)-80):])
+	}
+	for i, l := range logLines(t, dir) {
+		if len(b) > 0 && !json.Valid([]byte(l)) {
+			t.Errorf("log line %d is not valid JSON: %q", i+1, l)
+		}
+	}
+}
+
 // The log is rewritten once it holds twice the bound, keeping the ids
 // remembered, oldest first, and what was written while it was rewritten.
 func TestCompaction(t *testing.T) {
@@ -306,7 +372,12 @@ func TestKill9(t *testing.T) {
 		Runs:   kills,
 		KillAt: func(gen int) int { return 200 + 397*gen%1500 },
 	})
-	s := open(t, Options{Dir: dir, Max: killMax})
+	var cuts []jsonl.Cut
+	s := open(t, Options{Dir: dir, Max: killMax, OnRepair: func(c jsonl.Cut) { cuts = append(cuts, c) }})
+	wantValidLog(t, dir)
+	if len(cuts) > 1 || len(cuts) == 1 && (cuts[0].Path != filepath.Join(dir, FileName) || cuts[0].Bytes <= 0) {
+		t.Errorf("reopen reported %+v", cuts)
+	}
 	last := acked[max(0, len(acked)-(killMax-kills)):]
 	for _, id := range last {
 		wantOwner(t, s, id, alice)

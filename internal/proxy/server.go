@@ -28,6 +28,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/tracing"
@@ -191,7 +192,9 @@ func New(cfg Config, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("CLLAMA_DEFAULT_PROVIDER: %q is not a configured provider (configured: %s)", d, ps.get(s.now()).names)
 	}
 	if s.history == nil && cfg.HistoryDir != "" && opts.Events == nil {
-		if s.history, err = history.NewWriter(cfg.HistoryDir); err != nil {
+		// s.rec, replaced below, is read when a file is first opened.
+		repaired := func(agent string, c jsonl.Cut) { s.rec.Emit(audit.FileRepaired(agent, c.Path, c.Offset, c.Bytes)) }
+		if s.history, err = history.NewWriterWith(cfg.HistoryDir, history.WriterOptions{OnRepair: repaired}); err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
 		}
 	}
@@ -207,7 +210,8 @@ func New(cfg Config, opts Options) (*Server, error) {
 		return s, nil
 	}
 	s.owners, err = owners.Open(owners.Options{Dir: cfg.ContinuityDir(), Max: cfg.StoredIDsMax,
-		OnError: func(err error) { s.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()}) }})
+		OnError:  func(err error) { s.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()}) },
+		OnRepair: func(c jsonl.Cut) { s.rec.Emit(audit.FileRepaired("", c.Path, c.Offset, c.Bytes)) }})
 	if err != nil {
 		return nil, fmt.Errorf("%w (CLLAMA_STATE_DIR must be a writable directory)", err)
 	}
