@@ -52,6 +52,12 @@ func BenchmarkFloorProcess(b *testing.B) {
 	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+svc.URL+`/v1","api_key":"k"}}}`)
 	cl := startCllama(ctx, b, bin, "CLAW_CONTEXT_ROOT="+root, "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
 		"CLAW_SESSION_HISTORY_DIR="+filepath.Join(dir, "history"), "CLLAMA_STATE_DIR="+filepath.Join(dir, "state"))
+	// The same cllama with its cleartext upstreams on net/http
+	// (CLLAMA_UPSTREAM_CLIENT=net/http): how much of the difference is
+	// internal/h1's.
+	nh := startCllama(ctx, b, bin, "CLAW_CONTEXT_ROOT="+root, "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
+		"CLAW_SESSION_HISTORY_DIR="+filepath.Join(dir, "history-nh"), "CLLAMA_STATE_DIR="+filepath.Join(dir, "state-nh"),
+		"CLLAMA_UPSTREAM_CLIENT=net/http")
 	floor, floorPid := startFloor(ctx, b, floorBin, svc.URL)
 
 	pad := strings.Repeat("lorem ipsum dolor ", 200<<10/18)
@@ -78,19 +84,23 @@ func BenchmarkFloorProcess(b *testing.B) {
 		{"1 KB json c=1", 1, 2000, []path{
 			{"direct", 0, one(svc.URL, "", "m", small, false)},
 			{"floor", floorPid, one(floor, "", "m", small, false)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, false)}}},
+			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, false)},
+			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", small, false)}}},
 		{"1 KB json c=32", 32, 4000, []path{
 			{"direct", 0, one(svc.URL, "", "m", small, false)},
 			{"floor", floorPid, one(floor, "", "m", small, false)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, false)}}},
+			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, false)},
+			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", small, false)}}},
 		{"200 KB json c=8", 8, 1000, []path{
 			{"direct", 0, one(svc.URL, "", "m", pad, false)},
 			{"floor", floorPid, one(floor, "", "m", pad, false)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", pad, false)}}},
+			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", pad, false)},
+			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", pad, false)}}},
 		{"stream c=16", 16, 3000, []path{
 			{"direct", 0, one(svc.URL, "", "m", small, true)},
 			{"floor", floorPid, one(floor, "", "m", small, true)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, true)}}},
+			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, true)},
+			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", small, true)}}},
 		// A mediated turn: two model rounds and one tool call. The
 		// runner makes the three calls itself (direct, and through the
 		// floor) or sends one request through cllama.
@@ -99,12 +109,15 @@ func BenchmarkFloorProcess(b *testing.B) {
 			{"floor", floorPid, floorTurn(b, floor)},
 			{"cllama", cl.cmd.Process.Pid, func(c *http.Client, n int) time.Duration {
 				return floorDo(b, c, "http://"+cl.addr+"/v1/chat/completions", "t:s", chat("fake/m", fmt.Sprintf("turn %d", n), false))
+			}},
+			{"net/http", nh.cmd.Process.Pid, func(c *http.Client, n int) time.Duration {
+				return floorDo(b, c, "http://"+nh.addr+"/v1/chat/completions", "t:s", chat("fake/m", fmt.Sprintf("turn %d", n), false))
 			}}}},
 	}
 	type figures struct{ cpu, p50 []float64 }
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ncllama and the floor as processes of their own (medians of 5 rounds):")
-	fmt.Fprintln(tw, "FIGURE\tFLOOR CPU/REQ\tCLLAMA CPU/REQ\tCPU ÷ FLOOR\tFLOOR ADDED p50\tCLLAMA ADDED p50\tp50 ÷ FLOOR")
+	fmt.Fprintln(tw, "FIGURE\tFLOOR CPU/REQ\tCLLAMA CPU/REQ\tCPU ÷ FLOOR\tFLOOR ADDED p50\tCLLAMA ADDED p50\tp50 ÷ FLOOR\tNET/HTTP CPU/REQ\th1 CPU ÷ NET/HTTP")
 	defer tw.Flush()
 	// A case alone: -bench 'FloorProcess/200_KB'.
 	for _, tc := range cases {
@@ -156,8 +169,10 @@ func BenchmarkFloorProcess(b *testing.B) {
 				direct := median(got["direct"].p50)
 				fc, cc := median(got["floor"].cpu), median(got["cllama"].cpu)
 				fp, cp := median(got["floor"].p50)-direct, median(got["cllama"].p50)-direct
-				fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.0f µs\t%.2f×\n", tc.name, fc, cc, cc/fc, fp, cp, cp/fp)
+				nc := median(got["net/http"].cpu)
+				fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.2f×\n", tc.name, fc, cc, cc/fc, fp, cp, cp/fp, nc, cc/nc)
 				b.ReportMetric(cc/fc, "cpu-x-floor")
+				b.ReportMetric(cc/nc, "cpu-x-nethttp")
 				b.ReportMetric(cp/fp, "p50-x-floor")
 			}
 		})

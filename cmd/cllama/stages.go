@@ -104,7 +104,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		hist = st.history
 	}
 	st.rec = recorder.New(aud, hist)
-	st.executor = toolexec.New(toolexec.Options{})
+	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Events: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
 		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 	if err != nil {

@@ -1659,3 +1659,44 @@ func TestOpen(t *testing.T) {
 		t.Error("open = false for a pipe")
 	}
 }
+
+// recordingFallback answers every request itself and counts them.
+type recordingFallback struct{ n int }
+
+func (f *recordingFallback) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.n++
+	return &http.Response{StatusCode: 204, Body: http.NoBody, Request: r, Header: http.Header{}}, nil
+}
+
+// What this client does not do itself goes to net/http, explicitly: the
+// operator's switch (Disabled), a bound on connections per host, and a
+// request that expects 100-continue.
+func TestFallbackTakesWhatThisClientDoesNotDo(t *testing.T) {
+	for name, tc := range map[string]struct {
+		tr     Transport
+		expect string
+	}{
+		"disabled":           {tr: Transport{Disabled: true}},
+		"max conns per host": {tr: Transport{MaxConnsPerHost: 4}},
+		"expect 100":         {expect: "100-continue"},
+		"expect list":        {expect: "foo, 100-Continue"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fb := &recordingFallback{}
+			tr := tc.tr
+			tr.Fallback = fb
+			tr.DialContext = func(context.Context, string, string) (net.Conn, error) {
+				t.Fatal("this client dialled a request its fallback should carry")
+				return nil, nil
+			}
+			req, _ := http.NewRequest(http.MethodPost, "http://upstream.invalid/x", strings.NewReader("body"))
+			if tc.expect != "" {
+				req.Header.Set("Expect", tc.expect)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil || resp.StatusCode != 204 || fb.n != 1 {
+				t.Fatalf("resp %v, err %v, fallback calls %d", resp, err, fb.n)
+			}
+		})
+	}
+}

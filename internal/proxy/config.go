@@ -28,6 +28,9 @@ const (
 	// DefaultHistoryFsync syncs history files in the background once a
 	// second: an fsync per exchange would add about a millisecond to each.
 	DefaultHistoryFsync = "1s"
+	// UpstreamH1 and UpstreamNetHTTP are the values of UpstreamClient.
+	UpstreamH1      = "h1"
+	UpstreamNetHTTP = "net/http"
 	// DefaultStoredIDsMax bounds the stored responses whose owners cllama
 	// remembers.
 	DefaultStoredIDsMax = owners.DefaultMax
@@ -114,6 +117,12 @@ type Config struct {
 	// "always" (before each exchange completes), "never", or an interval
 	// (CLLAMA_HISTORY_FSYNC / -history-fsync, default DefaultHistoryFsync).
 	HistoryFsync string
+	// UpstreamClient is the HTTP client of cleartext upstreams (pod model
+	// servers, tool services): "h1" (internal/h1, the default: requests
+	// written and read on the caller's goroutine) or "net/http" (Go's
+	// Transport for every upstream, the operator's way back should h1
+	// misbehave) (CLLAMA_UPSTREAM_CLIENT / -upstream-client).
+	UpstreamClient string
 	// DefaultProvider serves models named without a "<provider>/" prefix
 	// on an endpoint whose format names no provider of its own (OpenAI
 	// chat completions), and whole model names with an unknown prefix
@@ -149,6 +158,7 @@ func DefaultConfig() Config {
 		BodyReadTimeout:     DefaultBodyReadTimeout,
 		ShutdownTimeout:     DefaultShutdownTimeout,
 		HistoryFsync:        DefaultHistoryFsync,
+		UpstreamClient:      UpstreamH1,
 		StoredIDsMax:        DefaultStoredIDsMax,
 		ProviderEnv:         map[string]ProviderEnv{},
 	}
@@ -208,6 +218,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.Pod, "CLAW_POD")
 	str(&c.StateDir, "CLLAMA_STATE_DIR")
 	str(&c.HistoryFsync, "CLLAMA_HISTORY_FSYNC")
+	str(&c.UpstreamClient, "CLLAMA_UPSTREAM_CLIENT")
 	str(&c.DefaultProvider, "CLLAMA_DEFAULT_PROVIDER")
 	str(&c.MetricsAddr, "CLLAMA_METRICS_ADDR")
 	str(&c.StateURL, "CLLAMA_STATE_URL")
@@ -306,6 +317,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.UpstreamClient, "upstream-client", c.UpstreamClient, "HTTP client of cleartext upstreams: h1 or net/http (CLLAMA_UPSTREAM_CLIENT)")
 	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -315,6 +327,11 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	}
 	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
 		return c, fmt.Errorf("CLLAMA_HISTORY_FSYNC / -history-fsync: %w", err)
+	}
+	switch c.UpstreamClient {
+	case UpstreamH1, UpstreamNetHTTP:
+	default:
+		return c, fmt.Errorf("CLLAMA_UPSTREAM_CLIENT / -upstream-client: %q is not a client; use %q (the default) or %q", c.UpstreamClient, UpstreamH1, UpstreamNetHTTP)
 	}
 	c.DefaultProvider = strings.ToLower(strings.TrimSpace(c.DefaultProvider))
 	if fs.NArg() > 0 {

@@ -55,6 +55,20 @@ func TestLoadConfigStoredIDsMax(t *testing.T) {
 	}
 }
 
+// CLLAMA_UPSTREAM_CLIENT=net/http sends every upstream call through
+// net/http: the cleartext client's fallback takes them all.
+func TestUpstreamClientSwitch(t *testing.T) {
+	for env, disabled := range map[string]bool{"": false, "CLLAMA_UPSTREAM_CLIENT=h1": false, "CLLAMA_UPSTREAM_CLIENT=net/http": true} {
+		c, err := LoadConfig(nil, []string{env}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NewTransport(c.UpstreamClient).Disabled; got != disabled {
+			t.Errorf("%q: h1 disabled %v, want %v", env, got, disabled)
+		}
+	}
+}
+
 func TestLoadConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -72,6 +86,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=1e5"}, "CLLAMA_STORED_IDS_MAX"},
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=0"}, "CLLAMA_STORED_IDS_MAX"},
 		{[]string{"-stored-ids-max", "-1"}, nil, "-stored-ids-max"},
+		{nil, []string{"CLLAMA_UPSTREAM_CLIENT=curl"}, `use "h1" (the default) or "net/http"`},
 	} {
 		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)

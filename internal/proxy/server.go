@@ -70,7 +70,8 @@ type Options struct {
 	// Owners, when set, records who owns each stored response instead of
 	// a store New opens under the state directory (replicas share one).
 	Owners owners.Registry
-	// Transport performs upstream calls (nil: NewTransport()).
+	// Transport performs upstream calls (nil: NewTransport of the
+	// config's UpstreamClient).
 	Transport http.RoundTripper
 	// AgentCheckInterval is how often a cached agent's files are re-stat'ed
 	// (0: agentctx.DefaultCheckInterval; negative: on every request).
@@ -171,7 +172,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		s.rec = recorder.New(opts.Audit, nil) // history joins once opened, below
 	}
 	if s.transport == nil {
-		s.transport = NewTransport()
+		s.transport = NewTransport(cfg.UpstreamClient)
 	}
 	s.agents = agentctx.NewStore(cfg.ContextRoot, agentctx.StoreOptions{
 		CheckInterval: opts.AgentCheckInterval,

@@ -20,9 +20,13 @@ import (
 // through h1, which works on the caller's goroutine; https upstreams, and
 // any call the proxy environment sends through a proxy, through net/http
 // (HTTP/2 where the provider offers it).
-func NewTransport() *h1.Transport {
+//
+// client is Config.UpstreamClient: with UpstreamNetHTTP every call goes
+// through net/http.
+func NewTransport(client string) *h1.Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &h1.Transport{
+		Disabled:               client == UpstreamNetHTTP,
 		Fallback:               newHTTPTransport(d),
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            d.DialContext,

@@ -54,6 +54,9 @@ type Options struct {
 	// 10s. Redirects are never followed whatever the transport: a 3xx is
 	// a service_error.
 	Transport http.RoundTripper
+	// NetHTTP makes the default Transport send every call through its
+	// net/http fallback (cllama's CLLAMA_UPSTREAM_CLIENT=net/http).
+	NetHTTP bool
 	// MaxResponseBytes bounds the bytes read from one service response,
 	// well above any max_tool_result_bytes. Default 4 MiB. A longer HTTP
 	// body is cut (and reported truncated); a longer MCP message fails the
@@ -92,6 +95,7 @@ func (o Options) withDefaults() Options {
 	if o.Transport == nil {
 		dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		o.Transport = &h1.Transport{
+			Disabled: o.NetHTTP,
 			Fallback: &http.Transport{
 				Proxy:                 nil,
 				DialContext:           dial,
