@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
@@ -113,7 +114,8 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	}
 	st.mediator = med
 	if cfg.MetricsAddr != "" {
-		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats})
+		_, sized := med.ContinuityStore().(continuity.Sizer)
+		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats, ContinuityBytesUnknown: !sized})
 		st.rec.Add(st.metrics)
 	}
 	// Native mode: the runner's MCP client reaches the same executor and

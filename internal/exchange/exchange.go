@@ -112,5 +112,5 @@ type Mediator interface {
 // conversation restored) without calling upstream: what a token count
 // must see to be true.
 type Presenter interface {
-	Present(x *Exchange) ([]byte, error)
+	Present(ctx context.Context, x *Exchange) ([]byte, error)
 }

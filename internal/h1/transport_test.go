@@ -1673,18 +1673,18 @@ func (f *recordingFallback) RoundTrip(r *http.Request) (*http.Response, error) {
 // request that expects 100-continue.
 func TestFallbackTakesWhatThisClientDoesNotDo(t *testing.T) {
 	for name, tc := range map[string]struct {
-		tr     Transport
-		expect string
+		disabled bool
+		maxConns int
+		expect   string
 	}{
-		"disabled":           {tr: Transport{Disabled: true}},
-		"max conns per host": {tr: Transport{MaxConnsPerHost: 4}},
+		"disabled":           {disabled: true},
+		"max conns per host": {maxConns: 4},
 		"expect 100":         {expect: "100-continue"},
 		"expect list":        {expect: "foo, 100-Continue"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fb := &recordingFallback{}
-			tr := tc.tr
-			tr.Fallback = fb
+			tr := &Transport{Disabled: tc.disabled, MaxConnsPerHost: tc.maxConns, Fallback: fb}
 			tr.DialContext = func(context.Context, string, string) (net.Conn, error) {
 				t.Fatal("this client dialled a request its fallback should carry")
 				return nil, nil

@@ -13,17 +13,17 @@ type batchStore struct {
 	gets, batches, keys atomic.Int64
 }
 
-func (b *batchStore) Get(key string) ([]json.RawMessage, bool) {
+func (b *batchStore) Get(ctx context.Context, key string) ([]json.RawMessage, bool) {
 	b.gets.Add(1)
-	return b.Store.Get(key)
+	return b.Store.Get(ctx, key)
 }
 
-func (b *batchStore) GetMany(keys []string) [][]json.RawMessage {
+func (b *batchStore) GetMany(_ context.Context, keys []string) [][]json.RawMessage {
 	b.batches.Add(1)
 	b.keys.Add(int64(len(keys)))
 	out := make([][]json.RawMessage, len(keys))
 	for i, k := range keys {
-		out[i], _ = b.Store.Get(k)
+		out[i], _ = b.Store.Get(context.Background(), k)
 	}
 	return out
 }

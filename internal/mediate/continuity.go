@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -109,7 +110,7 @@ func canonOf(f wire.ToolLoop, memo *canonCache, m json.RawMessage) canonMemo {
 // one taken from its walk), then asks the store for every assistant
 // message's key (in one GetMany when the store reads many at once), in
 // order.
-func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) (out []json.RawMessage, c chain, restored []json.RawMessage) {
+func restore(ctx context.Context, f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent string, msgs []json.RawMessage) (out []json.RawMessage, c chain, restored []json.RawMessage) {
 	// ask is an assistant message: its index, its key, and where the run
 	// of prelude items right before it starts (i when there is none):
 	// hidden rounds go before that run.
@@ -186,11 +187,11 @@ func restore(f wire.ToolLoop, memo *canonCache, store ContinuityStore, agent str
 		for j, a := range asks {
 			keys[j] = a.key
 		}
-		found = b.GetMany(keys)
+		found = b.GetMany(ctx, keys)
 	} else {
 		found = make([][]json.RawMessage, len(asks))
 		for j, a := range asks {
-			if hidden, ok := store.Get(a.key); ok {
+			if hidden, ok := store.Get(ctx, a.key); ok {
 				found[j] = hidden
 			}
 		}

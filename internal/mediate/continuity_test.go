@@ -3,6 +3,7 @@ package mediate
 import (
 	"context"
 	"fmt"
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func TestContinuityAcrossTurnsAndRestart(t *testing.T) {
 				if got := roles(h.up.requests()[4].Msgs); got != want {
 					t.Errorf("after restart:\n got %s\nwant %s", got, want)
 				}
-				if n := h.med.opt.Continuity.Len(); n != 1 {
+				if n := h.med.opt.Continuity.(continuity.Sizer).Len(); n != 1 {
 					t.Errorf("%d continuity entries, want the one turn with hidden rounds", n)
 				}
 				for _, name := range []string{logName, lockName} {
@@ -106,8 +107,8 @@ func TestContinuityEntryTooLargeIsAudited(t *testing.T) {
 					found = true
 				}
 			}
-			if !found || h.med.opt.Continuity.Len() != 0 {
-				t.Fatalf("no audit event for the dropped hidden round (%d entries kept): %+v", h.med.opt.Continuity.Len(), h.audit.events())
+			if !found || h.med.opt.Continuity.(continuity.Sizer).Len() != 0 {
+				t.Fatalf("no audit event for the dropped hidden round (%d entries kept): %+v", h.med.opt.Continuity.(continuity.Sizer).Len(), h.audit.events())
 			}
 			turn2 := []tmsg{{Role: "user", Text: "q1"}, {Role: "assistant", Text: "answer1"}, {Role: "user", Text: "q2"}}
 			k.decodeFinal(t, h.post(ctx, k.runnerRequest(turn2, nil, false, nil)), false)

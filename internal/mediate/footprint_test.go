@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestContinuityFootprint(t *testing.T) {
 	h.waitEntries(t, conversations)
 	h.up.script = nil
 	runtime.GC()
-	t.Logf("writer: %d entries (%.1f MiB), store on disk %.1f MiB, %s", h.med.opt.Continuity.Len(), float64(h.med.opt.Continuity.Bytes())/(1<<20),
+	t.Logf("writer: %d entries (%.1f MiB), store on disk %.1f MiB, %s", h.med.opt.Continuity.(continuity.Sizer).Len(), float64(h.med.opt.Continuity.(continuity.Sizer).Bytes())/(1<<20),
 		float64(dirBytes(t, h.stateDir))/(1<<20), rss())
 	_ = h.med.Close() // the restarted process takes the state directory
 	cmd := exec.Command(os.Args[0], "-test.run=^TestContinuityFootprintReload$", "-test.v")
@@ -71,7 +72,7 @@ func TestContinuityFootprintReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.GC()
-	t.Logf("restart: %d entries loaded, before opening %s, after %s", m.opt.Continuity.Len(), before, rss())
+	t.Logf("restart: %d entries loaded, before opening %s, after %s", m.opt.Continuity.(continuity.Sizer).Len(), before, rss())
 }
 
 func dirBytes(t *testing.T, dir string) int64 {

@@ -23,12 +23,14 @@
 package mediate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
@@ -213,7 +215,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 			m.auditError(x, fail.msg)
 		}
 	}()
-	t, fail := m.newTurn(x, f)
+	t, fail := m.newTurn(r.Context(), x, f)
 	if fail != nil {
 		apierror.Write(w, f, fail.status, fail.errType, fail.msg)
 		m.rec.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
@@ -239,7 +241,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 // restored, without calling upstream (exchange.Presenter): a token count
 // of it is a count of what cllama sends. An agent without managed tools
 // gets x.Body back.
-func (m *Mediator) Present(x *exchange.Exchange) ([]byte, error) {
+func (m *Mediator) Present(ctx context.Context, x *exchange.Exchange) ([]byte, error) {
 	if x.Agent == nil || x.Agent.Tools == nil {
 		return x.Body, nil
 	}
@@ -250,12 +252,16 @@ func (m *Mediator) Present(x *exchange.Exchange) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("managed tools are not available for the %s format", x.Format)
 	}
-	t, fail := m.presentTurn(x, f)
+	t, fail := m.presentTurn(ctx, x, f)
 	if fail != nil {
 		return nil, fail
 	}
 	return t.req.Encode()
 }
+
+// ContinuityStore is the store the mediator keeps hidden rounds in (the
+// one passed in, or the one New opened).
+func (m *Mediator) ContinuityStore() continuity.Store { return m.opt.Continuity }
 
 // Close releases the continuity store New opened (a store passed in
 // Options.Continuity is the caller's to close). Call it once no
@@ -272,5 +278,11 @@ func (m *Mediator) ContinuityStats() (entries int, bytes int64) {
 	if m.opt.Continuity == nil {
 		return 0, 0
 	}
-	return m.opt.Continuity.Len(), m.opt.Continuity.Bytes()
+	switch c := m.opt.Continuity.(type) {
+	case continuity.Sizer:
+		return c.Len(), c.Bytes()
+	case continuity.Counter:
+		return c.Len(), 0
+	}
+	return 0, 0
 }

@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestPresentAddsTheManagedTools(t *testing.T) {
 			h := newHarness(t, k, harnessOptions{})
 			body := k.runnerRequest(hello, []string{"shell"}, false, nil)
 			x := &exchange.Exchange{ID: "count-1", Start: time.Now(), Agent: h.agent, Format: k.format(), Body: body}
-			got, err := h.med.Present(x)
+			got, err := h.med.Present(context.Background(), x)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -31,7 +32,7 @@ func TestPresentAddsTheManagedTools(t *testing.T) {
 			}
 			// An agent without managed tools counts its body as it is.
 			plain := &exchange.Exchange{Agent: &agentctx.Agent{ID: "plain"}, Format: k.format(), Body: body}
-			if got, err := h.med.Present(plain); err != nil || string(got) != string(body) {
+			if got, err := h.med.Present(context.Background(), plain); err != nil || string(got) != string(body) {
 				t.Fatalf("plain agent: %v %s", err, got)
 			}
 		})

@@ -3,6 +3,7 @@ package mediate
 import (
 	"context"
 	"encoding/json"
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"io"
 	"net/http"
 	"strings"
@@ -138,7 +139,7 @@ func TestResponsesPreviousResponseIDChain(t *testing.T) {
 	if second.Prev != "resp_0" || len(second.Input) != 3 {
 		t.Fatalf("second round: %s", reqs[1].Raw)
 	}
-	if n := h.med.opt.Continuity.Len(); n != 0 {
+	if n := h.med.opt.Continuity.(continuity.Sizer).Len(); n != 0 {
 		t.Errorf("%d continuity entries kept for a conversation the provider holds", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"io"
 	"net/http"
 	"slices"
@@ -140,7 +141,7 @@ var scenarios = []scenario{
 			if len(r.up) != 1 || h.svc.count("echo") != 0 {
 				t.Errorf("upstream calls %d", len(r.up))
 			}
-			if e := lastEntry(t, h); len(e.ToolTrace) != 0 || h.med.opt.Continuity.Len() != 0 {
+			if e := lastEntry(t, h); len(e.ToolTrace) != 0 || h.med.opt.Continuity.(continuity.Sizer).Len() != 0 {
 				t.Errorf("native-only turn left trace/continuity: %+v", e)
 			}
 		},

@@ -2,6 +2,7 @@ package mediate
 
 import (
 	"container/list"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,40 +10,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
-// ContinuityStore keeps the hidden rounds of conversations between turns
-// (see Store for the rules every implementation keeps: bounded entries,
-// PutOnce's ambiguity, nothing returned that was not whole). A store
-// shared by several cllama replicas lets a conversation's turns land on
-// any of them.
-type ContinuityStore interface {
-	// Get returns the messages under key (false: none, or ambiguous).
-	Get(key string) ([]json.RawMessage, bool)
-	// Put stores messages under key; it returns once they are stored.
-	Put(key string, messages []json.RawMessage) error
-	// PutOnce stores messages under a key that must name one entry for
-	// good: a second claim marks the key ambiguous (ErrAmbiguous).
-	PutOnce(key string, messages []json.RawMessage) error
-	// Len and Bytes describe the store's size, for metrics (Bytes may be
-	// 0 when the store does not track it).
-	Len() int
-	Bytes() int64
-}
+// ContinuityStore and ContinuityBatch are the store contract
+// (internal/continuity) under the names the mediator's options use.
+type (
+	ContinuityStore = continuity.Store
+	ContinuityBatch = continuity.Batch
+)
 
-var _ ContinuityStore = (*Store)(nil)
-
-// ContinuityBatch is a ContinuityStore that reads many keys in one go. A
-// request looks up every assistant message of its conversation; a store
-// across the network (one shared by replicas) answers them in one round
-// trip rather than one per message. Keys it does not find (or finds
-// ambiguous) are nil in the answer, and what it returns is what Get would
-// have, key by key.
-type ContinuityBatch interface {
-	ContinuityStore
-	GetMany(keys []string) [][]json.RawMessage
-}
+var (
+	_ continuity.Store = (*Store)(nil)
+	_ continuity.Sizer = (*Store)(nil)
+)
 
 // Store holds continuity entries: hidden messages by key. It is bounded by
 // count, by total bytes (least recently used go first), by the size of one
@@ -145,20 +127,18 @@ type StoreOptions struct {
 	OnRepair func(jsonl.Cut)
 }
 
-// Defaults of StoreOptions.
+// Defaults of StoreOptions (continuity's).
 const (
-	DefaultContinuityMaxEntries    = 4096
-	DefaultContinuityMaxBytes      = 64 << 20
-	DefaultContinuityMaxEntryBytes = 4 << 20
+	DefaultContinuityMaxEntries    = continuity.DefaultMaxEntries
+	DefaultContinuityMaxBytes      = continuity.DefaultMaxBytes
+	DefaultContinuityMaxEntryBytes = continuity.DefaultMaxEntryBytes
 )
 
-// ErrEntryTooLarge is returned by Put for an entry over MaxEntryBytes; the
-// entry is not kept.
-var ErrEntryTooLarge = errors.New("continuity entry too large")
-
-// ErrAmbiguous is returned by PutOnce for a key that already had an entry:
-// the key is kept as ambiguous and restores nothing from then on.
-var ErrAmbiguous = errors.New("continuity key claimed twice")
+// The store's errors (continuity's).
+var (
+	ErrEntryTooLarge = continuity.ErrEntryTooLarge
+	ErrAmbiguous     = continuity.ErrAmbiguous
+)
 
 // tempPrefix names a log being compacted; one left behind is from a
 // compaction a crash or a full disk interrupted.
@@ -198,7 +178,7 @@ func OpenStore(o StoreOptions) (*Store, error) {
 }
 
 // Get returns the hidden messages stored under key.
-func (s *Store) Get(key string) ([]json.RawMessage, bool) {
+func (s *Store) Get(_ context.Context, key string) ([]json.RawMessage, bool) {
 	s.mu.Lock()
 	el, ok := s.entries[key]
 	if !ok || s.closed {
@@ -250,7 +230,7 @@ func (s *Store) Get(key string) ([]json.RawMessage, bool) {
 // MaxEntryBytes is refused with ErrEntryTooLarge and an older entry under
 // key is dropped. A remembered ambiguity mark of key is dropped too: Put
 // replaces whatever key named.
-func (s *Store) Put(key string, messages []json.RawMessage) error {
+func (s *Store) Put(_ context.Context, key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}
@@ -262,7 +242,7 @@ func (s *Store) Put(key string, messages []json.RawMessage) error {
 // new messages are kept; the key is marked ambiguous, so Get finds nothing
 // under it from then on, and ErrAmbiguous is returned. An entry evicted
 // since is forgotten, so a key is guarded only while the store knows it.
-func (s *Store) PutOnce(key string, messages []json.RawMessage) error {
+func (s *Store) PutOnce(_ context.Context, key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}

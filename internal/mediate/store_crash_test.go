@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +51,7 @@ func TestStoreCrashHelper(t *testing.T) {
 		wg.Go(func() {
 			for k := 0; ; k++ {
 				key := fmt.Sprintf("g%s-w%d-%d", os.Getenv(storeHelperGen), worker, k)
-				if err := s.Put(key, storeMessages(key)); err != nil {
+				if err := s.Put(context.Background(), key, storeMessages(key)); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(2)
 				}
@@ -86,7 +87,7 @@ func TestStoreKill9UnderLoad(t *testing.T) {
 	}
 	defer s.Close()
 	for _, key := range acked {
-		got, ok := s.Get(key)
+		got, ok := s.Get(context.Background(), key)
 		if !ok || !slices.EqualFunc(got, storeMessages(key), func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
 			t.Errorf("acknowledged entry %s lost or torn after %d kills", key, kills)
 		}
@@ -161,7 +162,7 @@ func TestStoreCompactionCrashHelper(t *testing.T) {
 		wg.Go(func() {
 			for v := 0; ; v++ {
 				key := fmt.Sprintf("w%d-%d", worker, v%4)
-				if err := s.Put(key, versionMessages(key, gen, v)); err != nil {
+				if err := s.Put(context.Background(), key, versionMessages(key, gen, v)); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(2)
 				}
@@ -210,7 +211,7 @@ func TestStoreKill9DuringCompaction(t *testing.T) {
 	}
 	defer s.Close()
 	for key, want := range last {
-		got, ok := s.Get(key)
+		got, ok := s.Get(context.Background(), key)
 		var ver struct{ Gen, V int }
 		if !ok || len(got) != 2 || json.Unmarshal(got[0], &ver) != nil {
 			t.Errorf("%s: acknowledged version %v lost", key, want)

@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,11 +33,11 @@ func TestStoreBoundsByCountAndAge(t *testing.T) {
 	}
 	for i := range 4 {
 		clock.t = clock.t.Add(time.Minute)
-		if err := s.Put(fmt.Sprintf("k%d", i), msgs(fmt.Sprint(i))); err != nil {
+		if err := s.Put(context.Background(), fmt.Sprintf("k%d", i), msgs(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := s.Get("k0"); ok || s.Len() != 3 {
+	if _, ok := s.Get(context.Background(), "k0"); ok || s.Len() != 3 {
 		t.Errorf("least recently used entry kept; len %d", s.Len())
 	}
 	// The log still holds k0's record: a restart applies the bounds again.
@@ -45,18 +46,18 @@ func TestStoreBoundsByCountAndAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if _, ok := s.Get("k0"); ok || s.Len() != 3 {
+	if _, ok := s.Get(context.Background(), "k0"); ok || s.Len() != 3 {
 		t.Errorf("after a restart: least recently used entry kept; len %d", s.Len())
 	}
 	clock.t = clock.t.Add(30 * time.Minute)
-	if _, ok := s.Get("k1"); !ok { // refreshes k1
+	if _, ok := s.Get(context.Background(), "k1"); !ok { // refreshes k1
 		t.Fatal("k1 missing")
 	}
 	clock.t = clock.t.Add(45 * time.Minute)
-	if _, ok := s.Get("k2"); ok {
+	if _, ok := s.Get(context.Background(), "k2"); ok {
 		t.Error("expired entry returned")
 	}
-	if _, ok := s.Get("k1"); !ok {
+	if _, ok := s.Get(context.Background(), "k1"); !ok {
 		t.Error("recently used entry expired")
 	}
 }
@@ -88,14 +89,14 @@ func TestStoreMigratesEntryFiles(t *testing.T) {
 	}
 	check := func(s *Store) {
 		t.Helper()
-		if got, ok := s.Get(key("a")); !ok || len(got) != 2 || string(got[0]) != `"x"` || string(got[1]) != `{"role":"tool"}` {
+		if got, ok := s.Get(context.Background(), key("a")); !ok || len(got) != 2 || string(got[0]) != `"x"` || string(got[1]) != `{"role":"tool"}` {
 			t.Errorf("migrated entry: %v %s", ok, got)
 		}
-		if _, ok := s.Get(key("c")); ok {
+		if _, ok := s.Get(context.Background(), key("c")); ok {
 			t.Error("a torn file was used")
 		}
 		for _, k := range []string{key("b"), key("d")} {
-			if err := s.PutOnce(k, msgs("y")); !errors.Is(err, ErrAmbiguous) {
+			if err := s.PutOnce(context.Background(), k, msgs("y")); !errors.Is(err, ErrAmbiguous) {
 				t.Errorf("a migrated mark no longer guards its key: %v", err)
 			}
 		}
@@ -155,7 +156,7 @@ func TestStoreBoundedByBytes(t *testing.T) {
 			}
 			for i := range 20 {
 				clock.t = clock.t.Add(time.Second)
-				if err := s.Put(fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 520<<10)); err != nil {
+				if err := s.Put(context.Background(), fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 520<<10)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -170,18 +171,18 @@ func TestStoreBoundedByBytes(t *testing.T) {
 					t.Errorf("%d bytes on disk, over 1.5 times the 4 MiB bound", got)
 				}
 			}
-			if _, ok := s.Get("k12"); ok {
+			if _, ok := s.Get(context.Background(), "k12"); ok {
 				t.Error("an evicted (oldest) entry is still there")
 			}
-			if got, ok := s.Get("k19"); !ok || !strings.HasPrefix(string(got[0]), `"19x`) {
+			if got, ok := s.Get(context.Background(), "k19"); !ok || !strings.HasPrefix(string(got[0]), `"19x`) {
 				t.Error("the newest entry is missing")
 			}
 			before := s.Bytes()
-			err = s.Put("huge", bigMessages("huge", 2<<20))
+			err = s.Put(context.Background(), "huge", bigMessages("huge", 2<<20))
 			if !errors.Is(err, ErrEntryTooLarge) {
 				t.Fatalf("Put of 2 MiB over a 1 MiB entry cap: %v", err)
 			}
-			if _, ok := s.Get("huge"); ok || s.Bytes() != before {
+			if _, ok := s.Get(context.Background(), "huge"); ok || s.Bytes() != before {
 				t.Error("an entry over the per-entry cap was kept")
 			}
 			if !persist {
@@ -197,7 +198,7 @@ func TestStoreBoundedByBytes(t *testing.T) {
 			if got := storeDirBytes(t, dir); got > 2<<20 || s2.Len() != 3 {
 				t.Errorf("reopened: %d entries, %d bytes on disk", s2.Len(), got)
 			}
-			if _, ok := s2.Get("k19"); !ok {
+			if _, ok := s2.Get(context.Background(), "k19"); !ok {
 				t.Error("the newest entry did not survive the reopen")
 			}
 		})
@@ -216,7 +217,7 @@ func TestStoreReloadHoldsNoMessages(t *testing.T) {
 		}
 		defer s.Close()
 		for i := range entries {
-			if err := s.Put(fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 512<<10)); err != nil {
+			if err := s.Put(context.Background(), fmt.Sprintf("k%02d", i), bigMessages(fmt.Sprint(i), 512<<10)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -240,7 +241,7 @@ func TestStoreReloadHoldsNoMessages(t *testing.T) {
 	if held > 2<<20 {
 		t.Errorf("opening a store of %d MiB holds %d KiB of heap; want the index only", storeDirBytes(t, dir)>>20, held>>10)
 	}
-	if got, ok := s.Get("k07"); !ok || !strings.HasPrefix(string(got[0]), `"7x`) {
+	if got, ok := s.Get(context.Background(), "k07"); !ok || !strings.HasPrefix(string(got[0]), `"7x`) {
 		t.Error("an entry did not read back")
 	}
 	runtime.KeepAlive(s)
@@ -285,19 +286,19 @@ func TestStorePutOnceMarksAmbiguousKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.PutOnce("k", msgs("a")); err != nil {
+			if err := s.PutOnce(context.Background(), "k", msgs("a")); err != nil {
 				t.Fatal(err)
 			}
-			if got, ok := s.Get("k"); !ok || string(got[0]) != `"a"` {
+			if got, ok := s.Get(context.Background(), "k"); !ok || string(got[0]) != `"a"` {
 				t.Fatal("first claim not stored")
 			}
-			if err := s.PutOnce("k", msgs("b")); !errors.Is(err, ErrAmbiguous) {
+			if err := s.PutOnce(context.Background(), "k", msgs("b")); !errors.Is(err, ErrAmbiguous) {
 				t.Fatalf("second claim: %v, want ErrAmbiguous", err)
 			}
-			if err := s.PutOnce("k", msgs("c")); !errors.Is(err, ErrAmbiguous) {
+			if err := s.PutOnce(context.Background(), "k", msgs("c")); !errors.Is(err, ErrAmbiguous) {
 				t.Fatalf("third claim: %v, want ErrAmbiguous", err)
 			}
-			if _, ok := s.Get("k"); ok {
+			if _, ok := s.Get(context.Background(), "k"); ok {
 				t.Error("an ambiguous key restored messages")
 			}
 			if persist {
@@ -308,17 +309,17 @@ func TestStorePutOnceMarksAmbiguousKeys(t *testing.T) {
 				}
 				defer again.Close()
 				s = again
-				if _, ok := again.Get("k"); ok {
+				if _, ok := again.Get(context.Background(), "k"); ok {
 					t.Error("an ambiguous key restored messages after a restart")
 				}
-				if err := again.PutOnce("k", msgs("d")); !errors.Is(err, ErrAmbiguous) {
+				if err := again.PutOnce(context.Background(), "k", msgs("d")); !errors.Is(err, ErrAmbiguous) {
 					t.Errorf("claim after a restart: %v, want ErrAmbiguous", err)
 				}
 			}
-			if err := s.Put("k", msgs("e")); err != nil {
+			if err := s.Put(context.Background(), "k", msgs("e")); err != nil {
 				t.Fatal(err)
 			}
-			if got, ok := s.Get("k"); !ok || string(got[0]) != `"e"` {
+			if got, ok := s.Get(context.Background(), "k"); !ok || string(got[0]) != `"e"` {
 				t.Error("Put did not replace")
 			}
 		})
@@ -335,25 +336,25 @@ func TestStoreEvictedMarkStillGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.PutOnce("k", msgs("conversation 1"))
-	if err := s.PutOnce("k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
+	_ = s.PutOnce(context.Background(), "k", msgs("conversation 1"))
+	if err := s.PutOnce(context.Background(), "k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
 		t.Fatal(err)
 	}
-	_ = s.Put("x", msgs("x"))
-	_ = s.Put("y", msgs("y")) // the mark is the least recently used: evicted
+	_ = s.Put(context.Background(), "x", msgs("x"))
+	_ = s.Put(context.Background(), "y", msgs("y")) // the mark is the least recently used: evicted
 	if s.Len() != 2 {
 		t.Fatalf("Len = %d", s.Len())
 	}
-	if err := s.PutOnce("k", msgs("conversation 3")); !errors.Is(err, ErrAmbiguous) {
+	if err := s.PutOnce(context.Background(), "k", msgs("conversation 3")); !errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("a claim of a key whose mark was evicted: %v, want ErrAmbiguous", err)
 	}
-	if _, ok := s.Get("k"); ok {
+	if _, ok := s.Get(context.Background(), "k"); ok {
 		t.Fatal("the key restored messages")
 	}
-	_ = s.Put("z", msgs("z"))
-	_ = s.Put("w", msgs("w")) // evicted again
+	_ = s.Put(context.Background(), "z", msgs("z"))
+	_ = s.Put(context.Background(), "w", msgs("w")) // evicted again
 	now = now.Add(2 * time.Hour)
-	if err := s.PutOnce("k", msgs("much later")); err != nil {
+	if err := s.PutOnce(context.Background(), "k", msgs("much later")); err != nil {
 		t.Fatalf("a mark past the store's age must be forgotten: %v", err)
 	}
 }
@@ -377,25 +378,25 @@ func TestStoreEvictedMarkSurvivesRestart(t *testing.T) {
 	}
 	defer func() { _ = cur.Close() }()
 	s := open(2)
-	_ = s.PutOnce("k", msgs("conversation 1"))
-	if err := s.PutOnce("k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
+	_ = s.PutOnce(context.Background(), "k", msgs("conversation 1"))
+	if err := s.PutOnce(context.Background(), "k", msgs("conversation 2")); !errors.Is(err, ErrAmbiguous) {
 		t.Fatal(err)
 	}
-	_ = s.Put("x", msgs("x"))
-	_ = s.Put("y", msgs("y")) // the mark is evicted
-	s = open(2)               // a restart
-	if err := s.PutOnce("k", msgs("conversation 3")); !errors.Is(err, ErrAmbiguous) {
+	_ = s.Put(context.Background(), "x", msgs("x"))
+	_ = s.Put(context.Background(), "y", msgs("y")) // the mark is evicted
+	s = open(2)                                     // a restart
+	if err := s.PutOnce(context.Background(), "k", msgs("conversation 3")); !errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("after a restart, a claim of a key whose mark was evicted: %v, want ErrAmbiguous", err)
 	}
-	if _, ok := s.Get("k"); ok {
+	if _, ok := s.Get(context.Background(), "k"); ok {
 		t.Fatal("the key restored messages")
 	}
 
 	// The mark is an entry again; reopening with room for one entry
 	// evicts it at load, unread: it is still a mark.
-	_ = s.Put("z", msgs("z"))
+	_ = s.Put(context.Background(), "z", msgs("z"))
 	s = open(1)
-	if err := s.PutOnce("k", msgs("conversation 4")); !errors.Is(err, ErrAmbiguous) {
+	if err := s.PutOnce(context.Background(), "k", msgs("conversation 4")); !errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("a mark evicted while the store opened: %v, want ErrAmbiguous", err)
 	}
 
@@ -403,9 +404,9 @@ func TestStoreEvictedMarkSurvivesRestart(t *testing.T) {
 	s = open(1)
 	for i := range 20 {
 		key := fmt.Sprintf("m%d", i)
-		_ = s.PutOnce(key, msgs("a"))
-		_ = s.PutOnce(key, msgs("b"))
-		_ = s.Put(fmt.Sprintf("e%d", i), msgs("e"))
+		_ = s.PutOnce(context.Background(), key, msgs("a"))
+		_ = s.PutOnce(context.Background(), key, msgs("b"))
+		_ = s.Put(context.Background(), fmt.Sprintf("e%d", i), msgs("e"))
 	}
 	if n := len(s.marks); n > maxMarksPerEntry {
 		t.Fatalf("%d marks remembered for a bound of 1 entry", n)

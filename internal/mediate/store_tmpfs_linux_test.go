@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -23,11 +24,11 @@ func TestStoreENOSPCTmpfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	small := []json.RawMessage{json.RawMessage(strconv.Quote(strings.Repeat("s", 200<<10)))}
-	if err := s.Put("kept", small); err != nil {
+	if err := s.Put(context.Background(), "kept", small); err != nil {
 		t.Fatal(err)
 	}
 	big := []json.RawMessage{json.RawMessage(strconv.Quote(strings.Repeat("b", 900<<10)))}
-	if err := s.Put("kept", big); !errors.Is(err, syscall.ENOSPC) {
+	if err := s.Put(context.Background(), "kept", big); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Put over the free space: %v, want ENOSPC", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(mnt, tempPrefix+"*")); len(left) > 0 {
@@ -39,7 +40,7 @@ func TestStoreENOSPCTmpfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	got, ok := again.Get("kept")
+	got, ok := again.Get(context.Background(), "kept")
 	if !ok || len(got) != 1 || string(got[0]) != string(small[0]) {
 		t.Fatal("the entry stored before the disk filled did not reload whole")
 	}
@@ -59,7 +60,7 @@ func TestStoreOpensWhenCompactionCannotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if err := s.Put(strconv.Itoa(i), []json.RawMessage{json.RawMessage(strconv.Quote(strings.Repeat(strconv.Itoa(i), 160<<10)))}); err != nil {
+		if err := s.Put(context.Background(), strconv.Itoa(i), []json.RawMessage{json.RawMessage(strconv.Quote(strings.Repeat(strconv.Itoa(i), 160<<10)))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,7 +80,7 @@ func TestStoreOpensWhenCompactionCannotRun(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(mnt, tempPrefix+"*")); len(left) > 0 {
 		t.Errorf("the failed compaction left %v", left)
 	}
-	if got, ok := again.Get("4"); !ok || !strings.HasPrefix(string(got[0]), `"4444`) {
+	if got, ok := again.Get(context.Background(), "4"); !ok || !strings.HasPrefix(string(got[0]), `"4444`) {
 		t.Error("the newest entry does not read back")
 	}
 	if again.Len() != 2 {

@@ -2,6 +2,7 @@ package mediate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ func TestStoreLogCutsTornTail(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, StoreOptions{Dir: dir})
 	for _, k := range []string{"a", "b"} {
-		if err := s.Put(k, msgs(k)); err != nil {
+		if err := s.Put(context.Background(), k, msgs(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,19 +66,19 @@ func TestStoreLogCutsTornTail(t *testing.T) {
 		t.Errorf("cuts reported %+v, want %+v", cuts, want)
 	}
 	for _, k := range []string{"a", "b"} {
-		if got, ok := s.Get(k); !ok || string(got[0]) != `"`+k+`"` {
+		if got, ok := s.Get(context.Background(), k); !ok || string(got[0]) != `"`+k+`"` {
 			t.Errorf("entry %s: %v %s", k, ok, got)
 		}
 	}
-	if _, ok := s.Get("c"); ok {
+	if _, ok := s.Get(context.Background(), "c"); ok {
 		t.Error("the torn record was used")
 	}
-	if err := s.Put("d", msgs("d")); err != nil {
+	if err := s.Put(context.Background(), "d", msgs("d")); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Close()
 	s = openTestStore(t, StoreOptions{Dir: dir})
-	if got, ok := s.Get("d"); !ok || string(got[0]) != `"d"` {
+	if got, ok := s.Get(context.Background(), "d"); !ok || string(got[0]) != `"d"` {
 		t.Errorf("an entry written after the cut: %v %s", ok, got)
 	}
 }
@@ -89,7 +90,7 @@ func TestStoreLogSkipsDamagedRecord(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, StoreOptions{Dir: dir})
 	for _, k := range []string{"a", "b", "c"} {
-		if err := s.Put(k, msgs(k+"-message")); err != nil {
+		if err := s.Put(context.Background(), k, msgs(k+"-message")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +110,7 @@ func TestStoreLogSkipsDamagedRecord(t *testing.T) {
 		}
 	}
 	damage()
-	if _, ok := s.Get("b"); ok {
+	if _, ok := s.Get(context.Background(), "b"); ok {
 		t.Error("a damaged record was returned")
 	}
 	if s.Len() != 2 {
@@ -117,11 +118,11 @@ func TestStoreLogSkipsDamagedRecord(t *testing.T) {
 	}
 	_ = s.Close()
 	s = openTestStore(t, StoreOptions{Dir: dir})
-	if _, ok := s.Get("b"); ok {
+	if _, ok := s.Get(context.Background(), "b"); ok {
 		t.Error("a damaged record was returned after a restart")
 	}
 	for _, k := range []string{"a", "c"} {
-		if got, ok := s.Get(k); !ok || string(got[0]) != `"`+k+`-message"` {
+		if got, ok := s.Get(context.Background(), k); !ok || string(got[0]) != `"`+k+`-message"` {
 			t.Errorf("entry %s: %v %s", k, ok, got)
 		}
 	}
@@ -133,18 +134,18 @@ func TestStoreDroppedEntryStaysDropped(t *testing.T) {
 	dir := t.TempDir()
 	o := StoreOptions{Dir: dir, MaxEntryBytes: 1 << 10}
 	s := openTestStore(t, o)
-	_ = s.Put("before", msgs("1"))
-	_ = s.Put("k", msgs("stale"))
-	_ = s.Put("after", msgs("2"))
-	if err := s.Put("k", msgs(strings.Repeat("x", 2<<10))); !errors.Is(err, ErrEntryTooLarge) {
+	_ = s.Put(context.Background(), "before", msgs("1"))
+	_ = s.Put(context.Background(), "k", msgs("stale"))
+	_ = s.Put(context.Background(), "after", msgs("2"))
+	if err := s.Put(context.Background(), "k", msgs(strings.Repeat("x", 2<<10))); !errors.Is(err, ErrEntryTooLarge) {
 		t.Fatalf("oversized Put: %v", err)
 	}
-	if _, ok := s.Get("k"); ok {
+	if _, ok := s.Get(context.Background(), "k"); ok {
 		t.Fatal("the stale entry is still there")
 	}
 	_ = s.Close()
 	s = openTestStore(t, o)
-	if _, ok := s.Get("k"); ok {
+	if _, ok := s.Get(context.Background(), "k"); ok {
 		t.Error("the stale entry came back after a restart")
 	}
 	if s.Len() != 2 {
@@ -163,7 +164,7 @@ func TestStoreDirectoryIsExclusive(t *testing.T) {
 		t.Fatalf("second store on one directory: %v", err)
 	}
 	_ = s.Close()
-	if err := s.Put("k", msgs("x")); !errors.Is(err, ErrStoreClosed) {
+	if err := s.Put(context.Background(), "k", msgs("x")); !errors.Is(err, ErrStoreClosed) {
 		t.Errorf("Put on a closed store: %v", err)
 	}
 	openTestStore(t, StoreOptions{Dir: dir})
@@ -193,13 +194,13 @@ func TestStoreCompactsUnderLoad(t *testing.T) {
 				k := (w + r) % keys
 				key := fmt.Sprintf("key%d", k)
 				if w%2 == 0 {
-					if err := s.Put(key, value(k, w*rounds+r)); err != nil {
+					if err := s.Put(context.Background(), key, value(k, w*rounds+r)); err != nil {
 						t.Error(err)
 						return
 					}
 					continue
 				}
-				if got, ok := s.Get(key); ok {
+				if got, ok := s.Get(context.Background(), key); ok {
 					var v struct{ K, V int }
 					if len(got) != 2 || json.Unmarshal(got[1], &v) != nil || v.K != k || string(got[0]) != string(value(k, v.V)[0]) {
 						t.Errorf("Get(%s) during compaction: %.60s", key, got)
@@ -217,7 +218,7 @@ func TestStoreCompactsUnderLoad(t *testing.T) {
 	want := map[string]string{}
 	for k := range keys {
 		key := fmt.Sprintf("key%d", k)
-		if got, ok := s.Get(key); ok {
+		if got, ok := s.Get(context.Background(), key); ok {
 			want[key] = string(got[1])
 		}
 	}
@@ -227,7 +228,7 @@ func TestStoreCompactsUnderLoad(t *testing.T) {
 	_ = s.Close()
 	s = openTestStore(t, o)
 	for key, v := range want {
-		if got, ok := s.Get(key); !ok || string(got[1]) != v {
+		if got, ok := s.Get(context.Background(), key); !ok || string(got[1]) != v {
 			t.Errorf("%s after a restart: %v, want %s", key, ok, v)
 		}
 	}

@@ -28,6 +28,9 @@ import (
 // turn is one runner request under mediation: the upstream request as it
 // grows round by round, and what happened so far.
 type turn struct {
+	// ctx is the runner's request's: continuity reads and writes across
+	// the network are bounded by it.
+	ctx    context.Context
 	m      *Mediator
 	x      *exchange.Exchange
 	f      wire.ToolLoop
@@ -84,8 +87,8 @@ func internalFailure(format string, args ...any) *failure {
 
 // newTurn parses the request, restores continuity and presents the
 // managed tools, ready for its first upstream call.
-func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
-	t, fail := m.presentTurn(x, f)
+func (m *Mediator) newTurn(ctx context.Context, x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
+	t, fail := m.presentTurn(ctx, x, f)
 	if fail != nil {
 		return nil, fail
 	}
@@ -96,8 +99,8 @@ func (m *Mediator) newTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failu
 // presentTurn is newTurn up to the upstream call's own settings: the
 // request as the runner sent it, with continuity restored and the managed
 // tools presented.
-func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
-	t := &turn{m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
+func (m *Mediator) presentTurn(ctx context.Context, x *exchange.Exchange, f wire.ToolLoop) (*turn, *failure) {
+	t := &turn{ctx: ctx, m: m, x: x, f: f, policy: x.Agent.Tools.Policy.WithDefaults(), seen: map[string]*seenCall{}}
 	var req *wire.Request
 	var err error
 	if x.Checked {
@@ -122,7 +125,7 @@ func (m *Mediator) presentTurn(x *exchange.Exchange, f wire.ToolLoop) (*turn, *f
 		return nil, internalFailure("presenting tools: %v", err)
 	}
 	var restored []json.RawMessage
-	req.Messages, t.visible, restored = restore(f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
+	req.Messages, t.visible, restored = restore(ctx, f, m.canon, m.opt.Continuity, x.Agent.ID, req.Messages)
 	// Managed tools are appended after the runner's own (issue 151: additive).
 	t.runnerTools = len(req.Tools)
 	req.Tools = append(req.Tools, t.pres.defs...)
@@ -359,7 +362,9 @@ func (t *turn) remember(resp *wire.Response) {
 	if key == "" {
 		return
 	}
-	err = t.m.opt.Continuity.PutOnce(key, t.hidden)
+	// The answer was produced: it is kept even if the runner has gone.
+	ctx := context.WithoutCancel(t.ctx)
+	err = t.m.opt.Continuity.PutOnce(ctx, key, t.hidden)
 	switch {
 	case errors.Is(err, ErrAmbiguous):
 		t.m.auditError(t.x, "continuity not kept: another turn of this agent already ended at the same visible transcript (same messages, same answer), and nothing the runner sends back tells the two conversations apart; the hidden tool rounds of neither will be restored")

@@ -1,6 +1,7 @@
 package mediate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -16,7 +17,7 @@ import (
 // depends on every key it computed and where it put each round.
 type hiddenStore struct{ *Store }
 
-func (hiddenStore) Get(key string) ([]json.RawMessage, bool) {
+func (hiddenStore) Get(_ context.Context, key string) ([]json.RawMessage, bool) {
 	return []json.RawMessage{json.RawMessage(`{"role":"tool","content":"` + key[:12] + `"}`)}, true
 }
 
@@ -65,8 +66,8 @@ func TestRestoreWalkMatchesAFreshWalk(t *testing.T) {
 				if prev := memo.walk(walkKey{format: f.Name(), agent: "a"}); prev != nil && prev.shared(conv) > 0 {
 					walked++
 				}
-				got, gotChain, _ := restore(f, memo, store, "a", conv)
-				want, wantChain, _ := restore(f, newCanonCache(canonCacheSize), store, "a", conv)
+				got, gotChain, _ := restore(context.Background(), f, memo, store, "a", conv)
+				want, wantChain, _ := restore(context.Background(), f, newCanonCache(canonCacheSize), store, "a", conv)
 				if gotChain != wantChain || !slices.EqualFunc(got, want, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
 					t.Fatalf("request %d (%d messages): with the walk\n%s\nwithout\n%s", i, len(conv), joinRaw(got), joinRaw(want))
 				}

@@ -66,6 +66,10 @@ type Options struct {
 	// Continuity, when set, reports the continuity store's entries and
 	// bytes (scraped, not pushed).
 	Continuity func() (entries int, bytes int64)
+	// ContinuityBytesUnknown leaves cllama_continuity_bytes out: a store
+	// that does not count its bytes (Redis, continuity.Counter) reports
+	// entries only, rather than a size of 0.
+	ContinuityBytesUnknown bool
 	// Pod is a constant label on every metric.
 	Pod string
 }
@@ -123,8 +127,10 @@ func New(o Options) *Sink {
 		cont := o.Continuity
 		n, h, c = f("cllama_continuity_entries", "Conversations whose hidden tool rounds cllama keeps (continuity store).")
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, func() float64 { e, _ := cont(); return float64(e) }))
-		n, h, c = f("cllama_continuity_bytes", "Size of the continuity store.")
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, func() float64 { _, b := cont(); return float64(b) }))
+		if !o.ContinuityBytesUnknown {
+			n, h, c = f("cllama_continuity_bytes", "Size of the continuity store.")
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, func() float64 { _, b := cont(); return float64(b) }))
+		}
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.names = names

@@ -63,12 +63,16 @@ func TestSDKCountsTokens(t *testing.T) {
 }
 
 // presenter is a mediator that presents a fixed body for counting.
+var _ exchange.Presenter = presenter{}
+
 type presenter struct {
 	mediatorFunc
 	body string
 }
 
-func (p presenter) Present(x *exchange.Exchange) ([]byte, error) { return []byte(p.body), nil }
+func (p presenter) Present(_ context.Context, x *exchange.Exchange) ([]byte, error) {
+	return []byte(p.body), nil
+}
 
 // An agent with managed tools counts what cllama would send: the body its
 // mediator presents (tools added, hidden rounds restored), not the

@@ -197,7 +197,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
 			return
 		}
-		presented, err := p.Present(x)
+		presented, err := p.Present(r.Context(), x)
 		if err != nil {
 			s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
 			return

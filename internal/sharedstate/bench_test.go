@@ -42,17 +42,17 @@ func BenchmarkTurnStore(b *testing.B) {
 				prev := make([]string, turns)
 				for i := range prev {
 					prev[i] = fmt.Sprintf("%s-%d-prev-%d", st.name, turns, i)
-					_ = st.s.Put(prev[i], hidden)
+					_ = st.s.Put(context.Background(), prev[i], hidden)
 				}
 				for b.Loop() {
 					var found int
 					if st.batch {
-						for _, m := range st.s.(mediate.ContinuityBatch).GetMany(prev) {
+						for _, m := range st.s.(mediate.ContinuityBatch).GetMany(context.Background(), prev) {
 							found += len(m)
 						}
 					} else {
 						for _, k := range prev {
-							m, _ := st.s.Get(k)
+							m, _ := st.s.Get(context.Background(), k)
 							found += len(m)
 						}
 					}
@@ -60,7 +60,7 @@ func BenchmarkTurnStore(b *testing.B) {
 						b.Fatalf("restored %d messages, want %d", found, turns*len(hidden))
 					}
 					benchKeys++
-					if err := st.s.PutOnce(fmt.Sprintf("new-%d", benchKeys), hidden); err != nil {
+					if err := st.s.PutOnce(context.Background(), fmt.Sprintf("new-%d", benchKeys), hidden); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -82,11 +82,11 @@ func TestSameAnswersAsTheFileStore(t *testing.T) {
 		for j, s := range []mediate.ContinuityStore{file, red} {
 			switch st.op {
 			case "once":
-				got[j] = outcome(s.PutOnce(st.key, st.m))
+				got[j] = outcome(s.PutOnce(context.Background(), st.key, st.m))
 			case "put":
-				got[j] = outcome(s.Put(st.key, st.m))
+				got[j] = outcome(s.Put(context.Background(), st.key, st.m))
 			case "get":
-				m, ok := s.Get(st.key)
+				m, ok := s.Get(context.Background(), st.key)
 				got[j] = fmt.Sprint(ok, len(m))
 				if ok {
 					got[j] += " " + string(m[0])
@@ -116,7 +116,7 @@ func TestConcurrentClaimsAcrossReplicas(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = s.PutOnce(key, msgs(fmt.Sprintf("turn of replica %d", i)))
+				errs[i] = s.PutOnce(context.Background(), key, msgs(fmt.Sprintf("turn of replica %d", i)))
 			}()
 		}
 		wg.Wait()
@@ -133,7 +133,7 @@ func TestConcurrentClaimsAcrossReplicas(t *testing.T) {
 			t.Fatalf("round %d: %d claims stored, want 1 (%v)", r, stored, errs)
 		}
 		for i, s := range stores {
-			if m, ok := s.Get(key); ok {
+			if m, ok := s.Get(context.Background(), key); ok {
 				t.Fatalf("round %d: replica %d restored %s from a key claimed %d times", r, i, m[0], replicas)
 			}
 		}
@@ -154,7 +154,7 @@ func TestClaimRetryIsIdempotent(t *testing.T) {
 			t.Fatalf("claim %d: %d %v", i, n, err)
 		}
 	}
-	if _, ok := s.Get("k"); !ok {
+	if _, ok := s.Get(context.Background(), "k"); !ok {
 		t.Fatal("the entry is gone")
 	}
 }
@@ -164,12 +164,12 @@ func TestClaimRetryIsIdempotent(t *testing.T) {
 func TestMarksAgeAndBound(t *testing.T) {
 	c := open(t, redisURL(t))
 	s := NewContinuity(c, ContinuityOptions{Pod: "marks", MaxAge: 300 * time.Millisecond})
-	_ = s.PutOnce("k", msgs("1"))
-	if err := s.PutOnce("k", msgs("2")); !errors.Is(err, mediate.ErrAmbiguous) {
+	_ = s.PutOnce(context.Background(), "k", msgs("1"))
+	if err := s.PutOnce(context.Background(), "k", msgs("2")); !errors.Is(err, mediate.ErrAmbiguous) {
 		t.Fatal(err)
 	}
 	time.Sleep(400 * time.Millisecond)
-	if err := s.PutOnce("k", msgs("3")); err != nil {
+	if err := s.PutOnce(context.Background(), "k", msgs("3")); err != nil {
 		t.Fatalf("a claim after the mark aged out: %v", err)
 	}
 	if n := c.ZCard(context.Background(), s.marks).Val(); n != 0 {
@@ -178,16 +178,16 @@ func TestMarksAgeAndBound(t *testing.T) {
 
 	b := NewContinuity(c, ContinuityOptions{Pod: "bound", MaxMarks: 2})
 	for _, k := range []string{"x", "y", "z"} {
-		_ = b.PutOnce(k, msgs("1"))
-		_ = b.PutOnce(k, msgs("2"))
+		_ = b.PutOnce(context.Background(), k, msgs("1"))
+		_ = b.PutOnce(context.Background(), k, msgs("2"))
 	}
 	if n := c.ZCard(context.Background(), b.marks).Val(); n != 2 {
 		t.Fatalf("%d marks kept, bound 2", n)
 	}
-	if err := b.PutOnce("x", msgs("3")); err != nil {
+	if err := b.PutOnce(context.Background(), "x", msgs("3")); err != nil {
 		t.Fatalf("the oldest mark was kept past the bound: %v", err)
 	}
-	if err := b.PutOnce("z", msgs("3")); !errors.Is(err, mediate.ErrAmbiguous) {
+	if err := b.PutOnce(context.Background(), "z", msgs("3")); !errors.Is(err, mediate.ErrAmbiguous) {
 		t.Fatalf("the newest mark was dropped: %v", err)
 	}
 }
@@ -200,13 +200,13 @@ func TestMarksSurviveEviction(t *testing.T) {
 	url := redisURL(t, "--maxmemory", "4mb", "--maxmemory-policy", "volatile-lru")
 	c := open(t, url)
 	s := NewContinuity(c, ContinuityOptions{Pod: "evict"})
-	_ = s.PutOnce("guarded", msgs("one"))
-	if err := s.PutOnce("guarded", msgs("two")); !errors.Is(err, mediate.ErrAmbiguous) {
+	_ = s.PutOnce(context.Background(), "guarded", msgs("one"))
+	if err := s.PutOnce(context.Background(), "guarded", msgs("two")); !errors.Is(err, mediate.ErrAmbiguous) {
 		t.Fatal(err)
 	}
 	filler := msgs(strings.Repeat("f", 20<<10))
 	for i := 0; i < 1000; i++ {
-		if err := s.PutOnce(fmt.Sprintf("fill-%d", i), filler); err != nil {
+		if err := s.PutOnce(context.Background(), fmt.Sprintf("fill-%d", i), filler); err != nil {
 			t.Fatalf("fill %d: %v", i, err)
 		}
 	}
@@ -214,10 +214,10 @@ func TestMarksSurviveEviction(t *testing.T) {
 	if !strings.Contains(info, "evicted_keys:") || strings.Contains(info, "evicted_keys:0\r") {
 		t.Fatalf("nothing was evicted; the test proves nothing:\n%s", info)
 	}
-	if _, ok := s.Get("guarded"); ok {
+	if _, ok := s.Get(context.Background(), "guarded"); ok {
 		t.Fatal("a marked key restored after eviction")
 	}
-	if err := s.PutOnce("guarded", msgs("three")); !errors.Is(err, mediate.ErrAmbiguous) {
+	if err := s.PutOnce(context.Background(), "guarded", msgs("three")); !errors.Is(err, mediate.ErrAmbiguous) {
 		t.Fatalf("a marked key was claimed afresh after eviction: %v", err)
 	}
 }
@@ -227,13 +227,13 @@ func TestMarksSurviveEviction(t *testing.T) {
 func TestGetManyAsGet(t *testing.T) {
 	c := open(t, redisURL(t))
 	s := NewContinuity(c, ContinuityOptions{Pod: "many", MaxAge: time.Hour})
-	_ = s.PutOnce("found", msgs("f"))
-	_ = s.PutOnce("marked", msgs("1"))
-	_ = s.PutOnce("marked", msgs("2"))
-	_ = s.PutOnce("also", msgs("a1", "a2"))
+	_ = s.PutOnce(context.Background(), "found", msgs("f"))
+	_ = s.PutOnce(context.Background(), "marked", msgs("1"))
+	_ = s.PutOnce(context.Background(), "marked", msgs("2"))
+	_ = s.PutOnce(context.Background(), "also", msgs("a1", "a2"))
 	c.PExpire(context.Background(), s.prefix+"found", time.Minute)
 	keys := []string{"missing", "found", "marked", "also"}
-	got := s.GetMany(keys)
+	got := s.GetMany(context.Background(), keys)
 	if len(got) != len(keys) {
 		t.Fatalf("%d answers for %d keys", len(got), len(keys))
 	}
@@ -241,13 +241,13 @@ func TestGetManyAsGet(t *testing.T) {
 		t.Errorf("TTL after GetMany %v, want it refreshed to an hour", ttl)
 	}
 	for i, k := range keys {
-		m, ok := s.Get(k)
+		m, ok := s.Get(context.Background(), k)
 		if ok != (got[i] != nil) || len(m) != len(got[i]) {
 			t.Errorf("%s: GetMany %v, Get %v %v", k, got[i], m, ok)
 		}
 	}
 	lost := NewContinuity(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1}), ContinuityOptions{})
-	if got := lost.GetMany(keys); len(got) != len(keys) || got[1] != nil {
+	if got := lost.GetMany(context.Background(), keys); len(got) != len(keys) || got[1] != nil {
 		t.Errorf("a lost Redis answered %v", got)
 	}
 }

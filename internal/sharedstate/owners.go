@@ -1,6 +1,7 @@
 package sharedstate
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -35,7 +36,7 @@ func NewOwners(c *redis.Client, pod string, maxAge time.Duration) *Owners {
 // Owner implements owners.Registry; an unreachable Redis denies (an id
 // nobody owns), as a lost id does.
 func (o *Owners) Owner(id string) (owners.Owner, bool) {
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(context.Background()) // the owners interface carries no context yet
 	defer cancel()
 	b, err := o.c.Get(ctx, o.prefix+id).Bytes()
 	var ow owners.Owner
@@ -54,14 +55,14 @@ func (o *Owners) Record(id string, ow owners.Owner) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(context.Background()) // the owners interface carries no context yet
 	defer cancel()
 	return o.c.Set(ctx, o.prefix+id, b, o.ttl).Err()
 }
 
 // Forget implements owners.Registry.
 func (o *Owners) Forget(id string) error {
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(context.Background()) // the owners interface carries no context yet
 	defer cancel()
 	return o.c.Del(ctx, o.prefix+id).Err()
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/clawdapus/clawgo/internal/mediate"
+	"github.com/clawdapus/clawgo/internal/continuity"
 )
 
 // DefaultOpTimeout bounds one Redis operation.
@@ -51,7 +51,7 @@ func redactURL(u string) string {
 	return u
 }
 
-// Continuity is a mediate.ContinuityStore in Redis. An entry is one
+// Continuity is a continuity.Store in Redis. An entry is one
 // string key, cllama:<pod>:cont:<key>, holding the hidden messages and
 // expiring after MaxAge unused (every read refreshes it). The ambiguity
 // marks are apart, in the sorted set cllama:<pod>:marks (key → when the
@@ -77,7 +77,10 @@ type Continuity struct {
 	lenLast int
 }
 
-var _ mediate.ContinuityBatch = (*Continuity)(nil)
+var (
+	_ continuity.Batch   = (*Continuity)(nil)
+	_ continuity.Counter = (*Continuity)(nil)
+)
 
 // ContinuityOptions configure a Continuity.
 type ContinuityOptions struct {
@@ -95,7 +98,7 @@ type ContinuityOptions struct {
 // DefaultMaxMarks bounds the ambiguity marks of a pod: four per entry of
 // the file store's default bound, as the file store remembers (a mark is
 // its key, about 100 bytes in Redis).
-const DefaultMaxMarks = 4 * mediate.DefaultContinuityMaxEntries
+const DefaultMaxMarks = 4 * continuity.DefaultMaxEntries
 
 // lenEvery is how long a count of entries is reused.
 const lenEvery = 10 * time.Second
@@ -103,7 +106,7 @@ const lenEvery = 10 * time.Second
 // NewContinuity returns the continuity store on c.
 func NewContinuity(c *redis.Client, o ContinuityOptions) *Continuity {
 	if o.MaxEntryBytes <= 0 {
-		o.MaxEntryBytes = mediate.DefaultContinuityMaxEntryBytes
+		o.MaxEntryBytes = continuity.DefaultMaxEntryBytes
 	}
 	if o.MaxAge <= 0 {
 		o.MaxAge = 7 * 24 * time.Hour
@@ -121,16 +124,18 @@ type entry struct {
 	Messages []json.RawMessage `json:"messages"`
 }
 
-func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), DefaultOpTimeout)
+// opCtx bounds one Redis operation of a request: by the request's own
+// context and by DefaultOpTimeout.
+func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, DefaultOpTimeout)
 }
 
-// Get implements mediate.ContinuityStore. A read refreshes the TTL; an
+// Get implements continuity.Store. A read refreshes the TTL; an
 // unreachable Redis reads as no entry (the model repeats the hidden calls,
 // nothing else is lost). A marked key has no entry: the claim that marked
 // it deleted it in the same script.
-func (s *Continuity) Get(key string) ([]json.RawMessage, bool) {
-	ctx, cancel := opCtx()
+func (s *Continuity) Get(ctx context.Context, key string) ([]json.RawMessage, bool) {
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	b, err := s.c.GetEx(ctx, s.prefix+key, s.ttl).Bytes()
 	if err != nil {
@@ -139,12 +144,12 @@ func (s *Continuity) Get(key string) ([]json.RawMessage, bool) {
 	return decode(b)
 }
 
-// GetMany implements mediate.ContinuityBatch: one pipeline of GETEX (each
+// GetMany implements continuity.Batch: one pipeline of GETEX (each
 // found entry's TTL refreshed, as Get does), one round trip for every
 // assistant message of a conversation. An unreachable Redis finds none.
-func (s *Continuity) GetMany(keys []string) [][]json.RawMessage {
+func (s *Continuity) GetMany(ctx context.Context, keys []string) [][]json.RawMessage {
 	out := make([][]json.RawMessage, len(keys))
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	cmds := make([]*redis.StringCmd, len(keys))
 	pipe := s.c.Pipeline()
@@ -215,18 +220,18 @@ if over > 0 then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, over - 1) end
 return 0
 `)
 
-// Put implements mediate.ContinuityStore: it returns once Redis stored the
+// Put implements continuity.Store: it returns once Redis stored the
 // entry. An entry over MaxEntryBytes is refused with ErrEntryTooLarge and
 // drops the key's entry.
-func (s *Continuity) Put(key string, messages []json.RawMessage) error {
+func (s *Continuity) Put(ctx context.Context, key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}
 	b, tooLarge := s.encode(messages)
-	if tooLarge != nil && !errors.Is(tooLarge, mediate.ErrEntryTooLarge) {
+	if tooLarge != nil && !errors.Is(tooLarge, continuity.ErrEntryTooLarge) {
 		return tooLarge
 	}
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	if err := putScript.Run(ctx, s.c, []string{s.prefix + key, s.marks}, b, s.ttl.Milliseconds(), key).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return err
@@ -234,21 +239,21 @@ func (s *Continuity) Put(key string, messages []json.RawMessage) error {
 	return tooLarge
 }
 
-// PutOnce implements mediate.ContinuityStore: the first claim of a key
+// PutOnce implements continuity.Store: the first claim of a key
 // stores its entry; any later claim, from this replica or another, marks
 // the key ambiguous (ErrAmbiguous) and drops the entry, and Get finds
 // nothing under it until the mark ages out. An oversized claim stores
 // nothing: ErrEntryTooLarge, or ErrAmbiguous when it marked a key already
 // claimed. It returns once Redis has run the claim.
-func (s *Continuity) PutOnce(key string, messages []json.RawMessage) error {
+func (s *Continuity) PutOnce(ctx context.Context, key string, messages []json.RawMessage) error {
 	if len(messages) == 0 {
 		return nil
 	}
 	b, tooLarge := s.encode(messages)
-	if tooLarge != nil && !errors.Is(tooLarge, mediate.ErrEntryTooLarge) {
+	if tooLarge != nil && !errors.Is(tooLarge, continuity.ErrEntryTooLarge) {
 		return tooLarge
 	}
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	n, err := claimScript.Run(ctx, s.c, []string{s.prefix + key, s.marks}, b, s.ttl.Milliseconds(), key, s.maxMarks).Int()
 	switch {
@@ -256,7 +261,7 @@ func (s *Continuity) PutOnce(key string, messages []json.RawMessage) error {
 		return err
 	case n == 0:
 		// As the file store answers: the key's state is what counts.
-		return mediate.ErrAmbiguous
+		return continuity.ErrAmbiguous
 	}
 	return tooLarge
 }
@@ -269,7 +274,7 @@ func (s *Continuity) encode(messages []json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > s.maxEntryBytes {
-		return []byte{}, fmt.Errorf("%w: %d bytes, over the cap of %d bytes per entry", mediate.ErrEntryTooLarge, len(b), s.maxEntryBytes)
+		return []byte{}, fmt.Errorf("%w: %d bytes, over the cap of %d bytes per entry", continuity.ErrEntryTooLarge, len(b), s.maxEntryBytes)
 	}
 	return b, nil
 }
@@ -283,7 +288,7 @@ func (s *Continuity) Len() int {
 	if !s.lenAt.IsZero() && time.Since(s.lenAt) < lenEvery {
 		return s.lenLast
 	}
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(context.Background()) // a scrape's, not a request's
 	defer cancel()
 	n := 0
 	it := s.c.Scan(ctx, 0, s.prefix+"*", 1000).Iterator()
@@ -295,5 +300,6 @@ func (s *Continuity) Len() int {
 	return s.lenLast
 }
 
-// Bytes is not tracked in Redis (its own INFO memory says it); 0.
-func (s *Continuity) Bytes() int64 { return 0 }
+// A Continuity does not count its bytes (entries expire on their own;
+// Redis's INFO memory says what they take): it is a continuity.Counter,
+// not a Sizer, and its bytes are not reported.

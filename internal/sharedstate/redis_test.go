@@ -72,31 +72,31 @@ func TestContinuityAcrossReplicas(t *testing.T) {
 	defer c2.Close()
 	a := NewContinuity(c1, ContinuityOptions{Pod: "desk", MaxEntryBytes: 200, MaxAge: time.Hour})
 	b := NewContinuity(c2, ContinuityOptions{Pod: "desk", MaxEntryBytes: 200, MaxAge: time.Hour})
-	if err := a.PutOnce("k1", msgs("one")); err != nil {
+	if err := a.PutOnce(context.Background(), "k1", msgs("one")); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := b.Get("k1")
+	got, ok := b.Get(context.Background(), "k1")
 	if !ok || len(got) != 1 || !strings.Contains(string(got[0]), "one") {
 		t.Fatalf("replica b got %v %v", got, ok)
 	}
-	if err := b.PutOnce("k1", msgs("two")); !errors.Is(err, mediate.ErrAmbiguous) {
+	if err := b.PutOnce(context.Background(), "k1", msgs("two")); !errors.Is(err, mediate.ErrAmbiguous) {
 		t.Fatalf("second claim: %v", err)
 	}
-	if _, ok := a.Get("k1"); ok {
+	if _, ok := a.Get(context.Background(), "k1"); ok {
 		t.Fatal("an ambiguous key restored on a")
 	}
-	if err := a.Put("big", msgs(strings.Repeat("x", 500))); !errors.Is(err, mediate.ErrEntryTooLarge) {
+	if err := a.Put(context.Background(), "big", msgs(strings.Repeat("x", 500))); !errors.Is(err, mediate.ErrEntryTooLarge) {
 		t.Fatalf("oversized: %v", err)
 	}
 	if a.Len() != 1 {
 		t.Fatalf("Len = %d, want 1 (the ambiguity mark)", a.Len())
 	}
 	other := NewContinuity(c1, ContinuityOptions{Pod: "other"})
-	if _, ok := other.Get("k1"); ok {
+	if _, ok := other.Get(context.Background(), "k1"); ok {
 		t.Fatal("pods share keys")
 	}
 	short := NewContinuity(c1, ContinuityOptions{Pod: "ttl", MaxAge: time.Second})
-	_ = short.Put("k", msgs("soon gone"))
+	_ = short.Put(context.Background(), "k", msgs("soon gone"))
 	if ttl := c1.TTL(context.Background(), "cllama:ttl:cont:k").Val(); ttl <= 0 || ttl > time.Second {
 		t.Fatalf("TTL %v", ttl)
 	}
@@ -114,7 +114,7 @@ func TestOpenAndLoss(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond})
 	defer c.Close()
-	if _, ok := NewContinuity(c, ContinuityOptions{}).Get("k"); ok {
+	if _, ok := NewContinuity(c, ContinuityOptions{}).Get(context.Background(), "k"); ok {
 		t.Fatal("a lost Redis returned an entry")
 	}
 }
