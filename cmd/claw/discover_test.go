@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -135,7 +136,10 @@ spec:
 			}
 		}
 		tool.Execution.BaseURL = base
-		env := ex.Run(context.Background(), toolexec.Call{AgentID: "analyst", Tool: tool, Arguments: json.RawMessage(c.args)})
+		// The bound is the governed call's (toolcall: the tool's own
+		// timeout_ms over the policy's), as cllama gives it.
+		env := ex.Run(context.Background(), toolexec.Call{AgentID: "analyst", Tool: tool, Arguments: json.RawMessage(c.args),
+			Timeout: toolcall.Timeout(tool, manifest.DefaultPolicy())})
 		if c.rpc != 0 {
 			if env.OK || env.Error == nil || env.Error.RPCCode != c.rpc {
 				t.Errorf("%s(%s) = %+v, want JSON-RPC error %d", c.tool, c.args, env, c.rpc)
