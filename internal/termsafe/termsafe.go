@@ -239,3 +239,18 @@ func appendJSON(b []byte, s string, keepNewlines bool) []byte {
 	}
 	return b
 }
+
+// Error returns err with its message escaped as one value (String), for an
+// error whose text is another program's (a server's error message); it
+// unwraps to err. Error(nil) is nil.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &escapedError{err}
+}
+
+type escapedError struct{ err error }
+
+func (e *escapedError) Error() string { return String(e.err.Error()) }
+func (e *escapedError) Unwrap() error { return e.err }

@@ -3,6 +3,7 @@ package termsafe
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,6 +76,17 @@ func TestJSON(t *testing.T) {
 	plainDoc := []byte("{\"a\":\"é\"}\n")
 	if got := JSONDocument(plainDoc); !bytes.Equal(got, plainDoc) {
 		t.Fatalf("JSONDocument changed %q to %q", plainDoc, got)
+	}
+}
+
+func TestError(t *testing.T) {
+	inner := errors.New("server said: \x1b[2J\nclaw: forged")
+	err := Error(inner)
+	if got, want := err.Error(), `server said: \x1b[2J\nclaw: forged`; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(err, inner) || Error(nil) != nil {
+		t.Fatal("Error does not unwrap, or wraps nil")
 	}
 }
 
