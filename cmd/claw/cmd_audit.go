@@ -14,6 +14,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/auditlog"
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() { registerVerb("audit", func(f *Factory) *cobra.Command { return NewCmdAudit(f, nil) }) }
@@ -132,7 +133,7 @@ func auditRun(ctx context.Context, f *Factory, opts *AuditOptions) error {
 	}
 	for _, c := range opts.Claws {
 		if !cp.hasAgent(c) {
-			fmt.Fprintf(f.IO.ErrOut, "warning: --claw %s: no such agent in the compiled pod (agents: %s)\n", c, strings.Join(cp.Agents, ", "))
+			fmt.Fprintf(f.IO.ErrOut, "warning: --claw %s: no such agent in the compiled pod (agents: %s)\n", termsafe.String(c), strings.Join(termsafe.Strings(cp.Agents), ", "))
 		}
 	}
 	name, err := cp.podName(ctx, f, &opts.PodOptions)
@@ -155,7 +156,7 @@ func auditRun(ctx context.Context, f *Factory, opts *AuditOptions) error {
 		if err != nil {
 			rel = sk.Path
 		}
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s)\n", filepath.ToSlash(rel), sk.Count, lineWord(sk.At, sk.Count))
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s)\n", termsafe.String(filepath.ToSlash(rel)), sk.Count, lineWord(sk.At, sk.Count))
 	}
 	records := auditlog.Merge(events, entries)
 	auditlog.MarkEffects(records, cp.toolReadOnly())

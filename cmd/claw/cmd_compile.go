@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/compile"
 	"github.com/clawdapus/clawgo/internal/kube"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() {
@@ -105,7 +106,7 @@ func renderKube(f *Factory, opts *CompileOptions, res *compile.Result) error {
 		return err
 	}
 	for _, w := range m.Warnings {
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", termsafe.Lines(w))
 	}
 	dir, shown := opts.Output, opts.Output
 	if dir == "" {

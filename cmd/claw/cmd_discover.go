@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/discover"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() {
@@ -86,7 +87,10 @@ func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
 		do.Mode = discover.ModeLocal
 	}
 	if opts.Verbose {
-		do.Log = f.IO.ErrOut
+		// The wrapper's and the server's own output, escaped.
+		log := termsafe.NewWriter(f.IO.ErrOut)
+		defer log.Flush()
+		do.Log = log
 	}
 	var failed []string
 	var errs []error
@@ -98,11 +102,11 @@ func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
 		if opts.Local {
 			where = "on the host"
 		}
-		fmt.Fprintf(f.IO.ErrOut, "claw: discovering %s (%s) %s\n", t.Service, commandLine(t), where)
+		fmt.Fprintf(f.IO.ErrOut, "claw: discovering %s (%s) %s\n", termsafe.String(t.Service), termsafe.String(commandLine(t)), termsafe.String(where))
 		res, err := discover.Discover(ctx, t, do)
 		if err == nil {
 			for _, w := range res.Skipped {
-				fmt.Fprintf(f.IO.ErrOut, "warning: %s: service %q: %s\n", p.File, t.Service, w)
+				fmt.Fprintf(f.IO.ErrOut, "warning: %s: service %q: %s\n", termsafe.String(p.File), t.Service, termsafe.Lines(w))
 			}
 			var rel string
 			if rel, err = discover.Write(p.Dir, t.Service, res.Data); err == nil {
@@ -113,7 +117,7 @@ func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
 		failed = append(failed, t.Service)
 		errs = append(errs, fmt.Errorf("%s: service %q: %w", p.File, t.Service, err))
 		if len(targets) > 1 {
-			fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", errs[len(errs)-1])
+			fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", termsafe.Lines(errs[len(errs)-1].Error()))
 		}
 	}
 	switch {
@@ -122,15 +126,18 @@ func discoverRun(ctx context.Context, f *Factory, opts *DiscoverOptions) error {
 	case len(targets) == 1:
 		return errs[0]
 	}
-	return fmt.Errorf("discovery failed for %s (see above)", strings.Join(failed, ", "))
+	return fmt.Errorf("discovery failed for %s (see above)", strings.Join(termsafe.Strings(failed), ", "))
 }
 
+// reportDiscovered says what a service listed; the tool names and the
+// protocol version are the server's, escaped.
 func reportDiscovered(w io.Writer, res *discover.Result, rel string) {
 	names := make([]string, len(res.Snapshot.Tools))
 	for i, t := range res.Snapshot.Tools {
-		names[i] = t.Name
+		names[i] = termsafe.String(t.Name)
 	}
-	fmt.Fprintf(w, "%s: %d tool(s) [%s] -> %s (protocol %s)\n", res.Service, len(names), strings.Join(names, ", "), rel, res.Snapshot.Discovery.ProtocolVersion)
+	fmt.Fprintf(w, "%s: %d tool(s) [%s] -> %s (protocol %s)\n", termsafe.String(res.Service), len(names), strings.Join(names, ", "),
+		termsafe.String(rel), termsafe.String(res.Snapshot.Discovery.ProtocolVersion))
 }
 
 func commandLine(t discover.Target) string {

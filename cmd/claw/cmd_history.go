@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() {
@@ -73,7 +76,7 @@ func historyRun(_ context.Context, f *Factory, opts *HistoryOptions) error {
 	if !cp.hasAgent(opts.Agent) {
 		known := "none"
 		if len(cp.Agents) > 0 {
-			known = strings.Join(cp.Agents, ", ")
+			known = strings.Join(termsafe.Strings(cp.Agents), ", ")
 		}
 		return usageErrorf("%s: no agent %q in the compiled pod (agents: %s)", opts.File, opts.Agent, known)
 	}
@@ -86,7 +89,7 @@ func historyRun(_ context.Context, f *Factory, opts *HistoryOptions) error {
 	for _, st := range files {
 		if st.Malformed > 0 {
 			fmt.Fprintf(f.IO.ErrOut, "warning: %s: %d malformed line(s) skipped (%s); a write cut short by a crash or a full disk leaves one\n",
-				st.Path, st.Malformed, lineWord(st.MalformedAt, st.Malformed))
+				termsafe.String(st.Path), st.Malformed, lineWord(st.MalformedAt, st.Malformed))
 		}
 	}
 	entries = orderHistory(opts.Agent, entries)
@@ -94,10 +97,23 @@ func historyRun(_ context.Context, f *Factory, opts *HistoryOptions) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(f.IO.Out)
+	return writeNDJSON(f.IO.Out, entries)
+}
+
+// writeNDJSON writes entries one a line, each escaped for a terminal
+// (termsafe.JSONDocument): bodies are kept as the exchange sent them, so
+// they may hold DEL, C1 or format characters raw, or bytes that are not
+// UTF-8, which encoding/json copies as they are.
+func writeNDJSON(w io.Writer, entries []history.Entry) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for _, e := range entries {
+		b.Reset()
 		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		if _, err := w.Write(termsafe.JSONDocument(b.Bytes())); err != nil {
 			return err
 		}
 	}

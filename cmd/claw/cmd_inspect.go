@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/compile"
 	"github.com/clawdapus/clawgo/internal/inspect"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() {
@@ -75,7 +76,7 @@ func inspectRun(ctx context.Context, f *Factory, opts *InspectOptions) error {
 	copts := compile.Options{}
 	if opts.Images && f.Images != nil {
 		copts.Images = f.Images()
-		copts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", msg) }
+		copts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", termsafe.Lines(msg)) }
 	}
 	res, err := compile.Build(ctx, p, copts)
 	if err != nil {
@@ -86,7 +87,7 @@ func inspectRun(ctx context.Context, f *Factory, opts *InspectOptions) error {
 		return err
 	}
 	if opts.Name != "" && !rep.Select(opts.Name) {
-		return usageErrorf("%s: no service or agent %q (known: %s)", opts.File, opts.Name, strings.Join(rep.Names(), ", "))
+		return usageErrorf("%s: no service or agent %q (known: %s)", opts.File, opts.Name, strings.Join(termsafe.Strings(rep.Names()), ", "))
 	}
 	if opts.JSON {
 		return rep.WriteJSON(f.IO.Out)

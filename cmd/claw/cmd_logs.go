@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() { registerVerb("logs", func(f *Factory) *cobra.Command { return NewCmdLogs(f, nil) }) }
@@ -70,7 +71,14 @@ func logsRun(ctx context.Context, f *Factory, opts *LogsOptions) error {
 			return usageErrorf("%s: no service %q in the pod (services: %s)%s", opts.File, opts.Service, strings.Join(services, ", "), hint)
 		}
 	}
-	eng, err := engineFor(ctx, f, p)
+	// The containers' output is the agents' and the services' own: escaped
+	// for the terminal line by line (compose's prefixes stay at the start
+	// of each line; nothing can move the cursor back over one).
+	out := termsafe.NewWriter(f.IO.Out)
+	defer out.Flush()
+	lf := *f
+	lf.IO.Out = out
+	eng, err := engineFor(ctx, &lf, p)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() { registerVerb("ps", func(f *Factory) *cobra.Command { return NewCmdPs(f, nil) }) }
@@ -62,9 +64,14 @@ func psRun(ctx context.Context, f *Factory, opts *PsOptions) error {
 		return err
 	}
 	doc := psDocument{Pod: p.Name, Project: ProjectName(p.Name), Services: psServices(services, cs)}
-	enc := json.NewEncoder(f.IO.Out)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err = f.IO.Out.Write(termsafe.JSONDocument(b.Bytes()))
+	return err
 }
 
 // psDocument is `claw ps --json`.

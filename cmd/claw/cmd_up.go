@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 func init() { registerVerb("up", func(f *Factory) *cobra.Command { return NewCmdUp(f, nil) }) }
@@ -100,7 +101,7 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 		return fmt.Errorf("%s: services %s have neither image nor build; give each an image (or a build context) to run the pod", res.Pod.File, strings.Join(res.Pod.Unrunnable, ", "))
 	}
 	for i, a := range res.Agents {
-		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s); reaches %s\n", a.ID, len(a.Tools), len(a.Feeds), compile.ReachLine(res.Perimeter.Agents[i]))
+		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s); reaches %s\n", termsafe.String(a.ID), len(a.Tools), len(a.Feeds), compile.ReachLine(res.Perimeter.Agents[i]))
 	}
 	// Apply the compile: a running cllama sees each changed agent switch
 	// to its new context at once (compose recreates only the containers

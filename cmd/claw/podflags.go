@@ -12,6 +12,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/compile"
 	"github.com/clawdapus/clawgo/internal/pod"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 // PodOptions are the flags every pod verb shares.
@@ -126,14 +127,14 @@ func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions)
 	}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()
-		opts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", msg) }
+		opts.Progress = func(msg string) { fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", termsafe.Lines(msg)) }
 	}
 	res, err := compile.Build(ctx, p, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", termsafe.Lines(w))
 	}
 	st, err := compile.Stage(p.Dir, res)
 	if err != nil {

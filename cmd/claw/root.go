@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/clawdapus/clawgo/internal/compile"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 	"github.com/clawdapus/clawgo/internal/version"
 )
 
@@ -127,7 +128,8 @@ func Main(ctx context.Context, args []string, f *Factory) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(f.IO.ErrOut, "claw: %v\n", err)
+	// An error may quote what an agent, a model or a service wrote.
+	fmt.Fprintf(f.IO.ErrOut, "claw: %s\n", termsafe.Lines(err.Error()))
 	var ue *UsageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
 		// The help of the verb that was misused (claw logs --help), or
@@ -164,5 +166,5 @@ func maxArgs(n int) cobra.PositionalArgs {
 type warningFormatter struct{}
 
 func (warningFormatter) Format(e *logrus.Entry) ([]byte, error) {
-	return []byte(e.Level.String() + ": " + e.Message + "\n"), nil
+	return []byte(e.Level.String() + ": " + termsafe.Lines(e.Message) + "\n"), nil
 }

@@ -1,7 +1,6 @@
 package auditlog
 
 import (
-	"bytes"
 	"encoding/json"
 	"sort"
 	"time"
@@ -256,14 +255,4 @@ func (r *Record) CallMode() string {
 // IsToolError reports whether r is a tool call that did not succeed.
 func (r *Record) IsToolError() bool {
 	return r.Type == audit.TypeToolCall && r.Status != "ok" && r.Status != ""
-}
-
-// compactJSON returns raw without insignificant white space, or raw itself
-// when it is not valid JSON.
-func compactJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
 }

@@ -1,6 +1,7 @@
 package auditlog
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,9 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 // Sources says what a report was built from and what was skipped.
@@ -43,12 +44,18 @@ func NewReport(pod string, src Sources, f Filter, rs []Record) *Report {
 	return &Report{Pod: pod, Sources: src, Filter: f, Summary: Summarize(kept), Events: kept}
 }
 
-// WriteJSON writes the report as one indented JSON document.
+// WriteJSON writes the report as one indented JSON document, escaped for
+// a terminal (termsafe.JSONDocument): still valid JSON of the same values.
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	_, err := w.Write(termsafe.JSONDocument(b.Bytes()))
+	return err
 }
 
 // TextOptions shape the text report.
@@ -65,18 +72,20 @@ const MaxTextValue = 160
 
 // WriteText writes the per-agent table with totals, then every tool call
 // (time, agent, tool, status, latency, arguments, result, what the round
-// cost) and every error.
+// cost) and every error. Every value an agent, a model or a service wrote
+// is escaped for the terminal (termsafe), so none spans lines, moves the
+// cursor or breaks a table's columns.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	ew := &errWriter{w: w}
 	r.header(ew)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tREQUESTS\tRESPONSES\tERRORS\tTOOL CALLS\tTOOL ERRORS\tTOKENS IN\tTOKENS OUT\tMODELS")
 	row := func(s AgentSummary) {
-		models := strings.Join(s.Models, ", ")
+		models := strings.Join(termsafe.Strings(s.Models), ", ")
 		if models == "" {
 			models = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", s.Agent, s.Requests, s.Responses, s.Errors, s.ToolCalls, s.ToolErrors, s.TokensIn, s.TokensOut, models)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", termsafe.String(s.Agent), s.Requests, s.Responses, s.Errors, s.ToolCalls, s.ToolErrors, s.TokensIn, s.TokensOut, models)
 	}
 	for _, s := range r.Summary.Agents {
 		row(s)
@@ -92,7 +101,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			if eff == "" {
 				eff = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%dms\t%dms\n", t.Agent, t.Tool, t.Mode, eff, t.Calls, t.Errors, t.LatencyMSTotal, t.LatencyMSMax)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%dms\t%dms\n", termsafe.String(t.Agent), termsafe.String(t.Tool), termsafe.String(t.Mode), termsafe.String(eff), t.Calls, t.Errors, t.LatencyMSTotal, t.LatencyMSMax)
 		}
 		_ = tw.Flush()
 	}
@@ -101,7 +110,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "AGENT\tFEED\tFETCHES\tFAILED\tCACHED\tSTALE\tBYTES\tLATENCY MAX")
 		for _, f := range feeds {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%dms\n", f.agent, f.feed, f.fetches, f.failed, f.cached, f.stale, f.bytes, f.latencyMax)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%dms\n", termsafe.String(f.agent), termsafe.String(f.feed), f.fetches, f.failed, f.cached, f.stale, f.bytes, f.latencyMax)
 		}
 		_ = tw.Flush()
 	}
@@ -137,7 +146,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 				agent = NoAgent
 			}
 			for _, f := range e.PolicyFiltered {
-				line := fmt.Sprintf("  %s  %s  %s  rules %s", stamp(e.TS), agent, f.Tool, strings.Join(f.Rules, ","))
+				line := fmt.Sprintf("  %s  %s  %s  rules %s", stamp(e.TS), termsafe.String(agent), termsafe.String(f.Tool), strings.Join(termsafe.Strings(f.Rules), ","))
 				if f.Error != "" {
 					line += "  (failed: " + cut(f.Error, o.Full) + ")"
 				}
@@ -157,7 +166,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			if e.StatusCode != 0 {
 				status = " " + strconv.Itoa(e.StatusCode)
 			}
-			fmt.Fprintf(ew, "  %s  %s  %s%s  %s\n", stamp(e.TS), agent, e.Type, status, cut(e.Error, o.Full))
+			fmt.Fprintf(ew, "  %s  %s  %s%s  %s\n", stamp(e.TS), termsafe.String(agent), termsafe.String(e.Type), status, cut(e.Error, o.Full))
 		}
 	}
 	return ew.err
@@ -167,27 +176,27 @@ func (r *Report) header(w io.Writer) {
 	s := r.Sources
 	var parts []string
 	if s.Log != "" {
-		p := fmt.Sprintf("%d events from %s", s.LogStats.Events, s.Log)
+		p := fmt.Sprintf("%d events from %s", s.LogStats.Events, termsafe.String(s.Log))
 		if s.LogStats.Malformed > 0 {
 			p += fmt.Sprintf(", %d malformed line(s) skipped", s.LogStats.Malformed)
 		}
 		parts = append(parts, p)
 	}
-	h := fmt.Sprintf("%d history entries from %d file(s) under %s", s.HistoryEntries, s.HistoryFiles, s.HistoryDir)
+	h := fmt.Sprintf("%d history entries from %d file(s) under %s", s.HistoryEntries, s.HistoryFiles, termsafe.String(s.HistoryDir))
 	if s.HistoryMalformed > 0 {
 		h += fmt.Sprintf(", %d malformed line(s) skipped", s.HistoryMalformed)
 	}
 	parts = append(parts, h)
-	fmt.Fprintf(w, "pod %s: %s\n", r.Pod, strings.Join(parts, "; "))
+	fmt.Fprintf(w, "pod %s: %s\n", termsafe.String(r.Pod), strings.Join(parts, "; "))
 	var f []string
 	if !r.Filter.Since.IsZero() {
 		f = append(f, "since "+stamp(r.Filter.Since))
 	}
 	if len(r.Filter.Agents) > 0 {
-		f = append(f, "claw "+strings.Join(r.Filter.Agents, ","))
+		f = append(f, "claw "+strings.Join(termsafe.Strings(r.Filter.Agents), ","))
 	}
 	if len(r.Filter.Types) > 0 {
-		f = append(f, "type "+strings.Join(r.Filter.Types, ","))
+		f = append(f, "type "+strings.Join(termsafe.Strings(r.Filter.Types), ","))
 	}
 	if len(f) > 0 {
 		fmt.Fprintf(w, "filter: %s\n", strings.Join(f, ", "))
@@ -200,7 +209,7 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	if c.LatencyMS != nil {
 		latency = strconv.FormatInt(*c.LatencyMS, 10) + "ms"
 	}
-	status := c.Status
+	status := termsafe.String(c.Status)
 	if status == "" {
 		status = "?"
 	}
@@ -208,14 +217,14 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	if agent == "" {
 		agent = NoAgent
 	}
-	tool := c.Tool
+	tool := termsafe.String(c.Tool)
 	if c.Effect != "" {
-		tool += " [" + c.Effect + "]"
+		tool += " [" + termsafe.String(c.Effect) + "]"
 	}
-	fmt.Fprintf(w, "  %s  %s  %s  %s  %s  %s\n", stamp(c.TS), agent, tool, c.CallMode(), status, latency)
+	fmt.Fprintf(w, "  %s  %s  %s  %s  %s  %s\n", stamp(c.TS), termsafe.String(agent), tool, termsafe.String(c.CallMode()), status, latency)
 	ctx := []string{}
 	if c.RequestID != "" {
-		ctx = append(ctx, "request "+c.RequestID)
+		ctx = append(ctx, "request "+termsafe.String(c.RequestID))
 	}
 	if c.Round > 0 {
 		r := "round " + strconv.Itoa(c.Round)
@@ -226,7 +235,7 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 		ctx = append(ctx, r)
 	}
 	if c.Model != "" {
-		ctx = append(ctx, "model "+c.Model)
+		ctx = append(ctx, "model "+termsafe.String(c.Model))
 	}
 	if c.RoundTokensIn != nil && c.RoundTokensOut != nil {
 		ctx = append(ctx, fmt.Sprintf("round tokens %d in / %d out", *c.RoundTokensIn, *c.RoundTokensOut))
@@ -234,16 +243,16 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	if c.DuplicateOfRound > 0 {
 		ctx = append(ctx, fmt.Sprintf("duplicate of round %d, not executed", c.DuplicateOfRound))
 	}
-	ctx = append(ctx, "from "+c.Source)
+	ctx = append(ctx, "from "+termsafe.String(c.Source))
 	fmt.Fprintf(w, "    %s\n", strings.Join(ctx, ", "))
 	if c.Arguments != nil {
-		fmt.Fprintf(w, "    arguments: %s\n", cut(compactJSON(c.Arguments), o.Full))
+		fmt.Fprintf(w, "    arguments: %s\n", cutJSON(c.Arguments, o.Full))
 	}
 	if c.ModelArguments != nil {
-		fmt.Fprintf(w, "    model sent: %s (cllama executed the arguments above)\n", cut(compactJSON(c.ModelArguments), o.Full))
+		fmt.Fprintf(w, "    model sent: %s (cllama executed the arguments above)\n", cutJSON(c.ModelArguments, o.Full))
 	}
 	if c.Result != nil {
-		fmt.Fprintf(w, "    result:    %s\n", cut(compactJSON(c.Result), o.Full))
+		fmt.Fprintf(w, "    result:    %s\n", cutJSON(c.Result, o.Full))
 	}
 	if c.Arguments == nil && c.Result == nil {
 		fmt.Fprintln(w, "    arguments and result: not in session history")
@@ -283,13 +292,38 @@ func writeRepairs(w io.Writer, rs []Record) {
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // cut shortens s to MaxTextValue characters unless full, saying how long
-// it was.
+// it was, and escapes it for the terminal.
 func cut(s string, full bool) string {
-	if full || utf8.RuneCountInString(s) <= MaxTextValue {
-		return s
+	kept, more := cutAt(s, full)
+	return termsafe.String(kept) + more
+}
+
+// cutJSON is cut for a JSON value: compacted, and escaped so that it stays
+// JSON (a value that is not JSON is escaped as any other).
+func cutJSON(raw json.RawMessage, full bool) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return cut(string(raw), full)
 	}
-	r := []rune(s)
-	return string(r[:MaxTextValue]) + fmt.Sprintf("… (%d bytes)", len(s))
+	kept, more := cutAt(b.String(), full)
+	return termsafe.JSON(kept) + more
+}
+
+// cutAt splits s after MaxTextValue characters (a byte that is not UTF-8
+// counts as one) unless full or shorter: what is kept, and the note saying
+// how long s was.
+func cutAt(s string, full bool) (kept, more string) {
+	if full {
+		return s, ""
+	}
+	n := 0
+	for i := range s {
+		if n == MaxTextValue {
+			return s[:i], fmt.Sprintf("… (%d bytes)", len(s))
+		}
+		n++
+	}
+	return s, ""
 }
 
 // errWriter keeps the first write error so rendering code stays linear.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/capability"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 // Modes of running the wrapper.
@@ -192,7 +193,8 @@ func waitHealthy(ctx context.Context, r *running) (*healthReport, error) {
 				if reason == "" {
 					reason = h.LastExit
 				}
-				return nil, fmt.Errorf("the stdio MCP server did not start: %s", reason)
+				// The wrapper relays the server's own words: escaped.
+				return nil, fmt.Errorf("the stdio MCP server did not start: %s", termsafe.String(reason))
 			}
 		} else {
 			last = err.Error()

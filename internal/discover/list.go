@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
 // maxTools bounds a listing; more is almost certainly a broken server.
@@ -43,7 +45,8 @@ func listTools(ctx context.Context, endpoint, token, clientVersion string) (*lis
 		Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true,
 	}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("MCP initialize at %s: %w", endpoint, err)
+		// The server's words (a JSON-RPC error message), escaped.
+		return nil, fmt.Errorf("MCP initialize at %s: %w", endpoint, termsafe.Error(err))
 	}
 	defer cs.Close()
 	l := &listing{}
@@ -58,7 +61,7 @@ func listTools(ctx context.Context, endpoint, token, clientVersion string) (*lis
 	for {
 		res, err := cs.ListTools(ctx, params)
 		if err != nil {
-			return nil, fmt.Errorf("MCP tools/list: %w", err)
+			return nil, fmt.Errorf("MCP tools/list: %w", termsafe.Error(err))
 		}
 		for _, t := range res.Tools {
 			if t == nil {

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,21 +10,36 @@ import (
 	"text/tabwriter"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/termsafe"
 )
 
-// WriteJSON writes the report as one indented JSON document.
+// WriteJSON writes the report as one indented JSON document, escaped for
+// a terminal (termsafe.JSONDocument): still valid JSON of the same values.
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	if err := enc.Encode(r); err != nil {
+		return err
+	}
+	_, err := w.Write(termsafe.JSONDocument(b.Bytes()))
+	return err
 }
+
+// esc escapes a value for the terminal (names, paths, descriptions: a
+// descriptor is the service's word, maybe from its image).
+var esc = termsafe.String
+
+// join escapes each of ss and joins them with sep.
+func join(ss []string, sep string) string { return strings.Join(termsafe.Strings(ss), sep) }
 
 // WriteText writes the report for a terminal: services first (what each
 // offers, to whom), then agents (what each may call and read, and why).
+// Every value is escaped for the terminal (termsafe).
 func (r *Report) WriteText(w io.Writer) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "pod %s (%s)\n", r.Pod, r.File)
+	fmt.Fprintf(b, "pod %s (%s)\n", esc(r.Pod), esc(r.File))
 	for _, s := range r.Services {
 		writeService(b, s)
 	}
@@ -33,7 +49,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nwarnings:\n")
 		for _, wn := range r.Warnings {
-			fmt.Fprintf(b, "  %s\n", wn)
+			fmt.Fprintf(b, "  %s\n", esc(wn))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -41,32 +57,32 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 func writeService(b *strings.Builder, s Service) {
-	fmt.Fprintf(b, "\nservice %s\n", s.Name)
+	fmt.Fprintf(b, "\nservice %s\n", esc(s.Name))
 	if len(s.ReachedBy) == 0 {
 		b.WriteString("  reached by: no agent, not cllama\n")
 	} else {
-		fmt.Fprintf(b, "  reached by: %s\n", strings.Join(s.ReachedBy, ", "))
+		fmt.Fprintf(b, "  reached by: %s\n", join(s.ReachedBy, ", "))
 	}
 	if s.MCPStdio != nil {
-		fmt.Fprintf(b, "  stdio MCP server: %s\n", strings.Join(append([]string{s.MCPStdio.Command}, s.MCPStdio.Args...), " "))
+		fmt.Fprintf(b, "  stdio MCP server: %s\n", join(append([]string{s.MCPStdio.Command}, s.MCPStdio.Args...), " "))
 	}
 	if s.Descriptor == nil {
 		b.WriteString("  descriptor: none\n")
 		return
 	}
-	fmt.Fprintf(b, "  descriptor: %s, version %d\n", s.Descriptor, s.Version)
+	fmt.Fprintf(b, "  descriptor: %s, version %d\n", esc(s.Descriptor.String()), s.Version)
 	if s.Description != "" {
-		fmt.Fprintf(b, "  description: %s\n", s.Description)
+		fmt.Fprintf(b, "  description: %s\n", esc(s.Description))
 	}
 	if s.Auth != nil {
 		if s.Auth.Env != "" {
-			fmt.Fprintf(b, "  auth: %s token from %s\n", s.Auth.Type, s.Auth.Env)
+			fmt.Fprintf(b, "  auth: %s token from %s\n", esc(s.Auth.Type), esc(s.Auth.Env))
 		} else {
-			fmt.Fprintf(b, "  auth: %s\n", s.Auth.Type)
+			fmt.Fprintf(b, "  auth: %s\n", esc(s.Auth.Type))
 		}
 	}
 	if s.MCP != "" {
-		fmt.Fprintf(b, "  mcp endpoint: %s\n", s.MCP)
+		fmt.Fprintf(b, "  mcp endpoint: %s\n", esc(s.MCP))
 	}
 	if len(s.Tools) == 0 {
 		b.WriteString("  tools: none\n")
@@ -74,11 +90,11 @@ func writeService(b *strings.Builder, s Service) {
 		fmt.Fprintf(b, "  tools (%d):\n", len(s.Tools))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 		for _, t := range s.Tools {
-			to := "granted to: " + strings.Join(t.GrantedTo, ", ")
+			to := "granted to: " + join(t.GrantedTo, ", ")
 			if len(t.GrantedTo) == 0 {
 				to = "granted to: nobody"
 			}
-			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", t.Name, t.Effect, t.Call, to)
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", esc(t.Name), esc(t.Effect), esc(t.Call), to)
 		}
 		_ = tw.Flush()
 	}
@@ -86,7 +102,7 @@ func writeService(b *strings.Builder, s Service) {
 		fmt.Fprintf(b, "  feeds (%d):\n", len(s.Feeds))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 		for _, f := range s.Feeds {
-			fmt.Fprintf(tw, "    %s\t%s\tttl %ds\n", f.Name, f.Path, f.TTL)
+			fmt.Fprintf(tw, "    %s\t%s\tttl %ds\n", esc(f.Name), esc(f.Path), f.TTL)
 		}
 		_ = tw.Flush()
 	}
@@ -94,12 +110,12 @@ func writeService(b *strings.Builder, s Service) {
 		fmt.Fprintf(b, "  endpoints (%d, operator documentation; agents never see them):\n", len(s.Endpoints))
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 		for _, e := range s.Endpoints {
-			fmt.Fprintf(tw, "    %s\t%s\t%s\n", e.Method, e.Path, e.Description)
+			fmt.Fprintf(tw, "    %s\t%s\t%s\n", esc(e.Method), esc(e.Path), esc(e.Description))
 		}
 		_ = tw.Flush()
 	}
 	if s.Skill != "" {
-		fmt.Fprintf(b, "  skill: %s\n", s.Skill)
+		fmt.Fprintf(b, "  skill: %s\n", esc(s.Skill))
 	}
 }
 
@@ -108,7 +124,7 @@ func writeAgent(b *strings.Builder, a Agent) {
 	if a.Cllama {
 		proxy = "via cllama"
 	}
-	fmt.Fprintf(b, "\nagent %s (service %s, %s)\n", a.ID, a.Service, proxy)
+	fmt.Fprintf(b, "\nagent %s (service %s, %s)\n", esc(a.ID), esc(a.Service), proxy)
 	if a.Cllama {
 		if len(a.Tools) == 0 {
 			b.WriteString("  tools: none\n")
@@ -122,20 +138,24 @@ func writeAgent(b *strings.Builder, a Agent) {
 					when = ", always (an entry without when: grants it)"
 				}
 				if t.Mode == manifest.ModeNative {
-					fmt.Fprintf(b, "    %s  %s, native (on /mcp)%s\n", t.Canonical, t.Effect, when)
+					fmt.Fprintf(b, "    %s  %s, native (on /mcp)%s\n", esc(t.Canonical), esc(t.Effect), when)
 				} else {
-					fmt.Fprintf(b, "    %s -> %s  %s%s\n", t.Presented, t.Canonical, t.Effect, when)
+					fmt.Fprintf(b, "    %s -> %s  %s%s\n", esc(t.Presented), esc(t.Canonical), esc(t.Effect), when)
 				}
 				for _, g := range t.GrantedBy {
-					fmt.Fprintf(b, "      granted by %s: %s\n", g.Key, g.Rule)
+					fmt.Fprintf(b, "      granted by %s: %s\n", esc(g.Key), esc(g.Rule))
 					if g.When != "" {
 						// A multi-line expression (`when: |`) keeps its
-						// lines, indented under the first.
-						fmt.Fprintf(b, "        when: %s\n", strings.ReplaceAll(strings.TrimRight(g.When, " \t\r\n"), "\n", "\n              "))
+						// lines, indented under the first; each is escaped.
+						lines := strings.Split(strings.TrimRight(g.When, " \t\r\n"), "\n")
+						for i, ln := range lines {
+							lines[i] = esc(ln)
+						}
+						fmt.Fprintf(b, "        when: %s\n", strings.Join(lines, "\n              "))
 					}
 				}
 				if t.From != nil {
-					fmt.Fprintf(b, "      declared in %s\n", t.From)
+					fmt.Fprintf(b, "      declared in %s\n", esc(t.From.String()))
 				}
 			}
 		}
@@ -144,12 +164,12 @@ func writeAgent(b *strings.Builder, a Agent) {
 		} else {
 			fmt.Fprintf(b, "  feeds (%d):\n", len(a.Feeds))
 			for _, f := range a.Feeds {
-				fmt.Fprintf(b, "    %s <- %s%s  ttl %ds\n", f.Name, f.Source, f.Path, f.TTL)
+				fmt.Fprintf(b, "    %s <- %s%s  ttl %ds\n", esc(f.Name), esc(f.Source), esc(f.Path), f.TTL)
 				if f.SubscribedBy.Key != "" {
-					fmt.Fprintf(b, "      subscribed by %s: %s\n", f.SubscribedBy.Key, f.SubscribedBy.Rule)
+					fmt.Fprintf(b, "      subscribed by %s: %s\n", esc(f.SubscribedBy.Key), esc(f.SubscribedBy.Rule))
 				}
 				if f.DeclaredBy != nil {
-					fmt.Fprintf(b, "      declared in %s\n", f.DeclaredBy)
+					fmt.Fprintf(b, "      declared in %s\n", esc(f.DeclaredBy.String()))
 				} else {
 					b.WriteString("      defined in the pod file\n")
 				}
@@ -163,23 +183,23 @@ func writeAgent(b *strings.Builder, a Agent) {
 				l    Limit
 			}{{"max_rounds", p.MaxRounds}, {"timeout_per_tool_ms", p.TimeoutPerToolMS}, {"total_timeout_ms", p.TotalTimeoutMS}, {"max_tool_result_bytes", p.MaxToolResultBytes},
 				{"max_tool_calls_per_round", p.MaxToolCallsPerRound}, {"max_tool_calls_per_turn", p.MaxToolCallsPerTurn}, {"max_parallel_calls", p.MaxParallelCalls}} {
-				fmt.Fprintf(tw, "    %s\t%d\t(%s)\n", l.name, l.l.Value, l.l.From)
+				fmt.Fprintf(tw, "    %s\t%d\t(%s)\n", l.name, l.l.Value, esc(l.l.From))
 			}
 			_ = tw.Flush()
 		}
 	}
 	if len(a.Skills) > 0 {
-		fmt.Fprintf(b, "  skills: %s\n", strings.Join(a.Skills, ", "))
+		fmt.Fprintf(b, "  skills: %s\n", join(a.Skills, ", "))
 	}
 	if len(a.Surfaces) > 0 {
-		fmt.Fprintf(b, "  surfaces: %s\n", strings.Join(a.Surfaces, ", "))
+		fmt.Fprintf(b, "  surfaces: %s\n", join(a.Surfaces, ", "))
 	}
 	if len(a.Reaches) == 0 {
 		b.WriteString("  reaches: nothing in the pod\n")
 	} else {
 		fmt.Fprintf(b, "  reaches (%d):\n", len(a.Reaches))
 		for _, r := range a.Reaches {
-			fmt.Fprintf(b, "    %s  (%s)\n", r.Service, strings.Join(r.From, "; "))
+			fmt.Fprintf(b, "    %s  (%s)\n", esc(r.Service), join(r.From, "; "))
 		}
 	}
 	if a.Egress {
