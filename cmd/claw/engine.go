@@ -93,7 +93,8 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	cmd := exec.Command(e.cmd[0], full...)
 	cmd.Dir = e.cfg.Dir
 	cmd.Env = append(os.Environ(), operatorEnv()...)
-	watch := &poolWatch{w: e.cfg.IO.ErrOut}
+	note := &buildNoteFilter{w: e.cfg.IO.ErrOut}
+	watch := &poolWatch{w: note}
 	force := &forceFilter{w: watch}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, force
 	// Interrupts reach compose once each (see procgroup_unix.go): compose
@@ -119,6 +120,7 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	detach()
 	group.restore()
 	forced := force.finish(exitCode(err))
+	_ = note.flush()
 	if err != nil {
 		what := fmt.Sprintf("%s %s", strings.Join(e.cmd, " "), strings.Join(args, " "))
 		switch {
