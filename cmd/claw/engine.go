@@ -8,8 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/compile"
 )
 
 // Engine runs Docker Compose against a compiled pod. This file is the only
@@ -244,14 +245,6 @@ func operatorEnv() []string {
 	return env
 }
 
-var projectUnsafe = regexp.MustCompile(`[^a-z0-9_-]+`)
-
-// ProjectName turns a pod name into a compose project name (lower case
-// letters, digits, '_' and '-', starting with a letter or digit).
-func ProjectName(pod string) string {
-	s := strings.Trim(projectUnsafe.ReplaceAllString(strings.ToLower(pod), "-"), "-_")
-	if s == "" {
-		return "claw"
-	}
-	return s
-}
+// ProjectName turns a pod name into a compose project name (see
+// compile.ProjectName).
+func ProjectName(pod string) string { return compile.ProjectName(pod) }
