@@ -41,7 +41,9 @@ func NewCmdUp(f *Factory, runF func(context.Context, *Factory, *UpOptions) error
 the compile to the live context cllama reads (on a running pod too: each
 changed agent switches at once), and runs docker compose -f
 compose.generated.yml up. It uses "docker compose" when available, otherwise
-"docker-compose".`,
+"docker-compose". An image a service runs without building it is pulled
+first when missing; one that cannot be pulled stops up before anything
+starts, named with how to get it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -102,6 +104,11 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	}
 	for i, a := range res.Agents {
 		fmt.Fprintf(f.IO.ErrOut, "claw:   %s: %d tool(s), %d feed(s); reaches %s\n", termsafe.String(a.ID), len(a.Tools), len(a.Feeds), compile.ReachLine(res.Perimeter.Agents[i]))
+	}
+	// Every image the pod runs without building it is here (or pulled)
+	// before anything of this compile is applied.
+	if err := upImages(ctx, f, res); err != nil {
+		return err
 	}
 	// Apply the compile: a running cllama sees each changed agent switch
 	// to its new context at once (compose recreates only the containers

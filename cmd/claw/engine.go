@@ -8,8 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/compile"
 )
 
 // Engine runs Docker Compose against a compiled pod. This file is the only
@@ -93,7 +94,8 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	cmd := exec.Command(e.cmd[0], full...)
 	cmd.Dir = e.cfg.Dir
 	cmd.Env = append(os.Environ(), operatorEnv()...)
-	watch := &poolWatch{w: e.cfg.IO.ErrOut}
+	note := &buildNoteFilter{w: e.cfg.IO.ErrOut}
+	watch := &poolWatch{w: note}
 	force := &forceFilter{w: watch}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.cfg.IO.In, e.cfg.IO.Out, force
 	// Interrupts reach compose once each (see procgroup_unix.go): compose
@@ -119,6 +121,7 @@ func (e *composeEngine) Compose(ctx context.Context, args ...string) error {
 	detach()
 	group.restore()
 	forced := force.finish(exitCode(err))
+	_ = note.flush()
 	if err != nil {
 		what := fmt.Sprintf("%s %s", strings.Join(e.cmd, " "), strings.Join(args, " "))
 		switch {
@@ -242,14 +245,6 @@ func operatorEnv() []string {
 	return env
 }
 
-var projectUnsafe = regexp.MustCompile(`[^a-z0-9_-]+`)
-
-// ProjectName turns a pod name into a compose project name (lower case
-// letters, digits, '_' and '-', starting with a letter or digit).
-func ProjectName(pod string) string {
-	s := strings.Trim(projectUnsafe.ReplaceAllString(strings.ToLower(pod), "-"), "-_")
-	if s == "" {
-		return "claw"
-	}
-	return s
-}
+// ProjectName turns a pod name into a compose project name (see
+// compile.ProjectName).
+func ProjectName(pod string) string { return compile.ProjectName(pod) }

@@ -225,17 +225,20 @@ func TestApplyOnUpNotOnCompile(t *testing.T) {
 
 // fakeDockerCLI puts a docker stand-in first on PATH: `ps` prints the ids
 // in <dir>/ids, `inspect` prints <dir>/inspect.json, `image inspect`
-// knows no image. It returns the directory to write those files to and
-// the PATH value.
+// knows every image (without labels) but those listed in <dir>/absent,
+// and `pull` finds none. It returns the directory to write those files to
+// and the PATH value.
 func fakeDockerCLI(t *testing.T) (dir, path string) {
 	t.Helper()
 	dir = t.TempDir()
 	script := `#!/bin/sh
 d=$(dirname "$0")
+for a; do last=$a; done
 case "$1" in
 ps) cat "$d/ids" ;;
 inspect) cat "$d/inspect.json" ;;
-image) echo "Error: No such image: $4" >&2; exit 1 ;;
+image) if grep -qxF "$last" "$d/absent" 2>/dev/null; then echo "Error: No such image: $last" >&2; exit 1; fi; echo null ;;
+pull) echo "Error response from daemon: pull access denied for ${last%:*}, repository does not exist or may require 'docker login'" >&2; exit 1 ;;
 *) echo "unexpected docker $*" >&2; exit 1 ;;
 esac
 `

@@ -42,6 +42,9 @@ type Factory struct {
 	Engine func(context.Context, EngineConfig) (Engine, error)
 	// Images reads descriptors from local images (claw up, compile --images).
 	Images func() compile.ImageSource
+	// ImageStore checks and pulls the images claw up runs (images.go);
+	// nil, or returning nil, leaves that to compose.
+	ImageStore func() ImageStore
 	// Signals routes the process's interrupts; nil in tests.
 	Signals *SignalRelay
 }
@@ -50,10 +53,11 @@ type Factory struct {
 // docker CLI.
 func DefaultFactory() *Factory {
 	return &Factory{
-		IO:     IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
-		Env:    os.Environ(),
-		Engine: NewComposeEngine,
-		Images: func() compile.ImageSource { return compile.DockerImages{} },
+		IO:         IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Env:        os.Environ(),
+		Engine:     NewComposeEngine,
+		Images:     func() compile.ImageSource { return compile.DockerImages{} },
+		ImageStore: newDockerImageStore,
 	}
 }
 

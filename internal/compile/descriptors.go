@@ -158,9 +158,6 @@ func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*Servi
 	candidates = append(candidates,
 		struct{ kind, path string }{SourceImage, "/" + DescribeFileName},
 		struct{ kind, path string }{SourceImage, "/" + ToolsSnapshotName})
-	if b.opts.Progress != nil {
-		b.opts.Progress(fmt.Sprintf("reading the descriptor of %s from image %s", svc.Name, image))
-	}
 	for _, c := range candidates {
 		data, err := b.opts.Images.ReadFile(ctx, image, c.path)
 		if errors.Is(err, ErrNotInImage) {
@@ -172,6 +169,7 @@ func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*Servi
 		if err != nil {
 			return nil, err
 		}
+		b.progress("%s: descriptor read from image %s (%s)", svc.Name, image, c.path)
 		loc := "image " + image + ":" + c.path
 		sd, err := parseDescriptorBytes(svc.Name, c.kind, loc, data)
 		if err != nil {
@@ -187,7 +185,16 @@ func (b *builder) imageDescriptor(ctx context.Context, svc *pod.Service) (*Servi
 		}
 		return sd, nil
 	}
+	b.progress("%s: image %s has no descriptor", svc.Name, image)
 	return nil, nil
+}
+
+// progress tells Options.Progress what a slow step (reading an image)
+// found.
+func (b *builder) progress(format string, args ...any) {
+	if b.opts.Progress != nil {
+		b.opts.Progress(fmt.Sprintf(format, args...))
+	}
 }
 
 func parseDescriptorBytes(service, kind, loc string, data []byte) (*ServiceDescriptor, error) {

@@ -215,3 +215,31 @@ func TestDockerImagesUnreachableEngine(t *testing.T) {
 		t.Fatalf("compile with an unreachable engine: %v", err)
 	}
 }
+
+// TestImageDescriptorProgress: claw says it reads a descriptor from an
+// image only of an image that has one; of one without, it says so.
+func TestImageDescriptorProgress(t *testing.T) {
+	images := fakeImages{
+		"baked": {labels: map[string]string{}, files: map[string]string{"/.claw-describe.json": imageDescriptor, "/docs/skill.md": "# baked\n"}},
+		"model": {labels: map[string]string{}},
+	}
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte(fmt.Sprintf(imagePod, "baked")+"  model:\n    image: model\n"))
+	var msgs []string
+	_, err := Build(context.Background(), loadPod(t, dir), Options{Images: images, Rand: zeroReader{}, Progress: func(m string) { msgs = append(msgs, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(msgs, "\n")
+	for _, want := range []string{
+		"api: descriptor read from image baked (/.claw-describe.json)",
+		"model: image model has no descriptor",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "reading the descriptor of model") || strings.Contains(got, "descriptor of model from") {
+		t.Errorf("progress claims a descriptor of the model's image:\n%s", got)
+	}
+}

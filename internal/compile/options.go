@@ -36,7 +36,8 @@ type Options struct {
 	CllamaImage string
 	// Rand is the token entropy source; default crypto/rand.Reader.
 	Rand io.Reader
-	// Progress, when set, is told about slow steps (reading images).
+	// Progress, when set, is told what each slow step (reading an image)
+	// found: the descriptor it read, or that the image has none.
 	Progress func(msg string)
 	// PublishCllama, when set, publishes cllama's port on the host at
 	// this "<ip>:<port>" (claw up --publish-cllama), for reaching the

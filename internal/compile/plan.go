@@ -44,8 +44,14 @@ type Workload struct {
 	// Agent is the agent it runs; nil for a service that is no agent.
 	Agent *Agent
 	// Image is the image it runs: its image:, else for a service that
-	// builds one without naming it <pod>-<service>; empty with neither.
+	// builds one without naming it the name Compose v2 tags the build
+	// with, <project>-<service> (ProjectName of the pod); empty with
+	// neither.
 	Image string
+	// ComposeV1Image is, for a service that builds its image without
+	// naming it, the name docker-compose 1.x tags the build with instead:
+	// <project>_<service>. Empty otherwise.
+	ComposeV1Image string
 	// Build is the build context of a service that builds its image,
 	// relative to the pod directory ("./api", "."); empty otherwise.
 	Build string

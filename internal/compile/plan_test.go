@@ -1,7 +1,9 @@
 package compile
 
 import (
+	"maps"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +246,27 @@ func TestComposeRendersThePlan(t *testing.T) {
 				t.Errorf("%d services, the plan has %d workloads", len(gen.Services), n)
 			}
 		})
+	}
+}
+
+// TestBuiltImageNames: a service that builds its image without naming one
+// runs the name Docker Compose gives the build, of the compose project
+// claw runs the pod as (the pod name made a project name): Compose v2's
+// <project>-<service>, and docker-compose 1.x's <project>_<service> beside.
+func TestBuiltImageNames(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "claw-pod.yml"), []byte("x-claw:\n  pod: Trading Desk\nservices:\n  api:\n    build: ./api\n  named:\n    build: ./api\n    image: acme/named:1\n"))
+	mustWrite(t, filepath.Join(dir, "api", "Dockerfile"), []byte("FROM scratch\n"))
+	res := build(t, dir, Options{})
+	got := map[string][2]string{}
+	for _, w := range res.Plan.Workloads {
+		got[w.Name] = [2]string{w.Image, w.ComposeV1Image}
+	}
+	want := map[string][2]string{"api": {"trading-desk-api", "trading-desk_api"}, "named": {"acme/named:1", ""}}
+	if !maps.Equal(got, want) {
+		t.Errorf("images %v, want %v", got, want)
+	}
+	if ProjectName("Trading Desk") != "trading-desk" {
+		t.Errorf("project %q", ProjectName("Trading Desk"))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,8 +74,9 @@ func (b *builder) workload(svc *pod.Service, name string) *Workload {
 			}
 		}
 		if w.Image == "" {
-			// The name Docker Compose gives the build (<project>-<service>).
-			w.Image = b.pod.Name + "-" + svc.Name
+			// The names Docker Compose gives the build.
+			project := ProjectName(b.pod.Name)
+			w.Image, w.ComposeV1Image = project+"-"+svc.Name, project+"_"+svc.Name
 		}
 	}
 	switch {
@@ -391,4 +393,17 @@ func (b *builder) secrets(p *Plan, providers *manifest.Providers, files []File) 
 	}
 	slices.SortFunc(out, func(x, y Secret) int { return strings.Compare(x.ID, y.ID) })
 	return out
+}
+
+var projectUnsafe = regexp.MustCompile(`[^a-z0-9_-]+`)
+
+// ProjectName turns a pod name into the compose project name claw runs
+// the pod as (lower case letters, digits, '_' and '-', starting with a
+// letter or digit).
+func ProjectName(pod string) string {
+	s := strings.Trim(projectUnsafe.ReplaceAllString(strings.ToLower(pod), "-"), "-_")
+	if s == "" {
+		return "claw"
+	}
+	return s
 }

@@ -36,6 +36,10 @@ type Image struct {
 	// Build is the build context of an image the pod builds, relative to
 	// the pod directory.
 	Build string
+	// ComposeV1Name is, for an image the pod builds without naming it,
+	// the name docker-compose 1.x tags the build with; Name is then
+	// Compose v2's (see compile.Workload).
+	ComposeV1Name string
 	// Workloads are the Deployments and StatefulSets running it, sorted.
 	Workloads []string
 }
@@ -45,13 +49,16 @@ type Image struct {
 func (i Image) MustPush() bool { return i.Origin == OriginBuild || i.Origin == OriginLocal }
 
 // imageOf is the image a workload runs, as the plan names it: its
-// image:, or for a service that builds without naming one, the name Docker
-// Compose gives the build.
+// image:, or for a service that builds without naming one, the name
+// Compose v2 gives the build.
 func (r *renderer) imageOf(w *compile.Workload) (string, error) {
 	if w.Image == "" {
 		return "", r.errf(w.Service, "image", "the service has neither image nor build, so a cluster has nothing to run", "add image: (or build:) to the service")
 	}
 	r.addImage(w.Image, w.Name, w.Build)
+	if w.ComposeV1Image != "" {
+		r.images[w.Image].ComposeV1Name = w.ComposeV1Image
+	}
 	return w.Image, nil
 }
 
@@ -86,6 +93,11 @@ func imageOrigin(ref string) Origin {
 func imageNote(im Image) string {
 	switch im.Origin {
 	case OriginBuild:
+		if im.ComposeV1Name != "" {
+			// Compose generations name a build differently; the
+			// manifests run Compose v2's name.
+			return fmt.Sprintf("built from %s (`claw up` builds it as %s with Compose v2, as %s with docker-compose 1.x): build and push it", im.Build, im.Name, im.ComposeV1Name)
+		}
 		return fmt.Sprintf("built from %s: build and push it", im.Build)
 	case OriginLocal:
 		return "built on this machine (scripts/images.sh), on no registry: push it"

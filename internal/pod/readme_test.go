@@ -1,6 +1,7 @@
 package pod
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strings"
@@ -34,4 +35,59 @@ func TestReadmeDocumentsKeys(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The README's demo section, the demo script and the example pod's own
+// header name as many agents as the example pod runs, and the README
+// describes each of them.
+func TestReadmeDemoAgentsMatchExamplePod(t *testing.T) {
+	p, err := Load(context.Background(), LoadOptions{File: "../../examples/trading-desk/claw-pod.yml", Env: []string{"SIM_PROVIDER_KEY=k", "TRADING_API_TOKEN=t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, name := range sortedServiceNames(p.Project) {
+		if p.Services[name].IsAgent() {
+			agents = append(agents, name)
+		}
+	}
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	if len(agents) >= len(words) {
+		t.Fatalf("%d agents: extend the number words", len(agents))
+	}
+	count := words[len(agents)]
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "`make demo` needs no registry")
+	demo, _, ok2 := strings.Cut(rest, "`make bench`")
+	if !ok || !ok2 {
+		t.Fatal("README has no demo section")
+	}
+	counted := regexp.MustCompile(`\b(\w+) (?:governed )?agents\b`)
+	for _, doc := range []struct{ name, text string }{
+		{"README's demo section", demo},
+		{"scripts/demo.sh", readFile(t, "../../scripts/demo.sh")},
+		{"the example pod's header", readFile(t, "../../examples/trading-desk/claw-pod.yml")},
+	} {
+		// The first count of agents in each.
+		if m := counted.FindStringSubmatch(doc.text); m == nil || m[1] != count {
+			t.Errorf("%s counts the example pod's agents as %q, want %q (%s)", doc.name, m, count, strings.Join(agents, ", "))
+		}
+	}
+	for _, a := range agents {
+		if !strings.Contains(demo, "- **"+a+"**") {
+			t.Errorf("README's demo section does not describe agent %s", a)
+		}
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
