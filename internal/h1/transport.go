@@ -13,10 +13,13 @@
 // http.Request.Write and responses read by http.ReadResponse.
 //
 // Everything else — https (where HTTP/2 is worth its goroutines), requests
-// that must go through a proxy, protocol upgrades, requests that expect
-// 100-continue, a transport asked to bound connections per host — goes to
-// the Fallback transport, and Disabled sends everything there (cllama's
-// CLLAMA_UPSTREAM_CLIENT=net/http).
+// that must go through a proxy, protocol upgrades, a transport asked to
+// bound connections per host — goes to the Fallback transport, and
+// Disabled sends everything there (cllama's CLLAMA_UPSTREAM_CLIENT=
+// net/http). A request with "Expect: 100-continue" is handled here: its
+// body is sent at once with the headers (cllama's bodies are in memory;
+// waiting for the interim answer would only add a round trip) and the
+// server's 100 is skipped as any 1xx is.
 //
 // An idle connection is checked before reuse: on Unix by a non-blocking
 // peek that sees a peer's close or stray bytes (open_unix.go); elsewhere
@@ -46,7 +49,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,9 +58,7 @@ import (
 // comment.
 type Transport struct {
 	// Fallback carries every request this transport does not: other
-	// schemes, requests Proxy sends through a proxy, upgrades, requests
-	// that expect "100-continue" (net/http waits for the interim answer
-	// before sending the body; this client does not). Default:
+	// schemes, requests Proxy sends through a proxy, upgrades. Default:
 	// http.DefaultTransport.
 	Fallback http.RoundTripper
 	// Disabled sends every request to Fallback: the operator's switch
@@ -285,20 +285,7 @@ func (t *Transport) handles(req *http.Request) bool {
 	if t.Disabled || t.MaxConnsPerHost > 0 || req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
 		return false
 	}
-	return req.Method != http.MethodConnect && req.Header.Get("Upgrade") == "" && !expectsContinue(req.Header)
-}
-
-// expectsContinue reports whether the request asks for a 100-continue
-// before its body.
-func expectsContinue(h http.Header) bool {
-	for _, v := range h.Values("Expect") {
-		for _, e := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(e), "100-continue") {
-				return true
-			}
-		}
-	}
-	return false
+	return req.Method != http.MethodConnect && req.Header.Get("Upgrade") == ""
 }
 
 // readResponse reads the final response to req, skipping informational
