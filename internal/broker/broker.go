@@ -199,6 +199,14 @@ func (b *Broker) ServeAgent(w http.ResponseWriter, r *http.Request, a *agentctx.
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		as.touch(sid)
 	} else if r.Method == http.MethodPost && r.Header.Get("Mcp-Protocol-Version") < sessionlessProtocol {
+		// Making room and opening the session are one step: requests
+		// that may open one are served one at a time per agent.
+		select {
+		case as.opening <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-as.opening }()
 		as.makeRoom()
 	}
 	if r.Method == http.MethodPost {
@@ -252,7 +260,8 @@ func (b *Broker) serverFor(id string) *agentServer {
 	if as := b.agents[id]; as != nil {
 		return as
 	}
-	as := &agentServer{b: b, id: id, lastUsed: map[string]time.Time{}, calls: make(chan struct{}, b.o.MaxCallsPerAgent)}
+	as := &agentServer{b: b, id: id, lastUsed: map[string]time.Time{}, calls: make(chan struct{}, b.o.MaxCallsPerAgent),
+		opening: make(chan struct{}, 1)}
 	as.server = mcp.NewServer(&mcp.Implementation{Name: "cllama", Title: "cllama: this agent's governed pod tools", Version: b.o.Version}, &mcp.ServerOptions{
 		Instructions: "Tools of the pod's services granted to this agent. Every call is checked against the tool's schema, " +
 			"run with the pod's credentials and recorded for audit.",
@@ -277,6 +286,10 @@ type agentServer struct {
 	// carriers maps a carrierHeader key to the context of the POST in
 	// progress that carries it.
 	carriers sync.Map
+	// opening is held by the request that may open a session, from
+	// makeRoom until the session exists: the bound holds however many
+	// arrive at once.
+	opening chan struct{}
 
 	mu sync.Mutex
 	// called are, per MCP session, the tools it called (tool policy's
@@ -413,7 +426,8 @@ func (as *agentServer) touchNew(sid string) {
 
 // makeRoom runs before a request that may open a session: at the bound,
 // the least recently used session is closed (a runner that restarts
-// without closing its sessions keeps working; the oldest goes).
+// without closing its sessions keeps working; the oldest goes). The
+// caller holds as.opening until the request is served.
 func (as *agentServer) makeRoom() {
 	open := map[string]*mcp.ServerSession{}
 	for ss := range as.server.Sessions() {

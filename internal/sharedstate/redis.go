@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -24,11 +25,11 @@ import (
 const DefaultOpTimeout = 2 * time.Second
 
 // Open connects to url (redis://[user:password@]host:port[/db]) and checks
-// the server answers.
+// the server answers. Its errors never show the URL's user information.
 func Open(ctx context.Context, url string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("CLLAMA_STATE_URL: %w (want redis://host:port[/db])", err)
+		return nil, fmt.Errorf("CLLAMA_STATE_URL: %s (want redis://[user:password@]host:port[/db])", parseError(url))
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 5*time.Second, DefaultOpTimeout, DefaultOpTimeout
 	c := redis.NewClient(opts)
@@ -41,14 +42,36 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	return c, nil
 }
 
-// redactURL hides a password in a Redis URL.
-func redactURL(u string) string {
-	if at := strings.LastIndex(u, "@"); at >= 0 {
-		if scheme := strings.Index(u, "://"); scheme >= 0 && scheme < at {
-			return u[:scheme+3] + "…@" + u[at+1:]
-		}
+// parseError says why url is not a Redis URL without quoting its user
+// information: the parser's errors quote the URL, or the part of it they
+// could not read, which may be the password. It parses the URL again
+// with the user information replaced; when that one parses, the user
+// information was what was wrong.
+func parseError(url string) string {
+	const placeholder = "redacted"
+	_, err := redis.ParseURL(hideUserinfo(url, placeholder))
+	if err == nil {
+		return "the user name or password is malformed (percent-encode reserved characters)"
 	}
-	return u
+	return strings.ReplaceAll(err.Error(), placeholder+"@", "…@")
+}
+
+// redactURL hides the user information (a password) of a Redis URL.
+func redactURL(u string) string { return hideUserinfo(u, "…") }
+
+// scheme is a URL's scheme and, when present, the "//" after it.
+var scheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:(//)?`)
+
+// hideUserinfo replaces everything between u's scheme and its last "@"
+// with with: the user information, and more when an "@" follows it (too
+// much hidden, never too little).
+func hideUserinfo(u, with string) string {
+	at := strings.LastIndex(u, "@")
+	if at < 0 {
+		return u
+	}
+	start := len(scheme.FindString(u[:at]))
+	return u[:start] + with + u[at:]
 }
 
 // Continuity is a continuity.Store in Redis. An entry is one
