@@ -186,3 +186,13 @@ func TestPolicyOnMCP(t *testing.T) {
 		t.Fatalf("svc__two: %+v", env)
 	}
 }
+
+// Protocol versions compare as dates: a header that is not one is not
+// the sessionless protocol (it compared greater as a string).
+func TestSessionlessProtocolComparesDates(t *testing.T) {
+	for v, want := range map[string]bool{"2026-07-28": true, "2027-01-01": true, "2025-11-25": false, "9": false, "": false, "2026-13-01": false, "zzz": false} {
+		if got := sessionless(v); got != want {
+			t.Errorf("sessionless(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

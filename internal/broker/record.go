@@ -1,0 +1,49 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolcall"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+)
+
+// Records: a native call is an audit tool_call event and a history
+// entry, with the fields of a mediated call.
+
+// record writes the call's audit event and history entry: the fields of
+// a mediated call, mode native.
+func (as *agentServer) record(id string, start time.Time, name string, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64, res *mcp.CallToolResult) {
+	b := as.b
+	content := toolcall.Encode(env)
+	tc := history.ToolCall{Name: name, Arguments: args, Result: content, LatencyMS: latency, Mode: manifest.ModeNative}
+	if tool != nil {
+		tc.Name, tc.Service = tool.Name, tool.Execution.Service
+		if executed := toolcall.Executed(args, as.id, tool); !bytes.Equal(executed, args) {
+			tc.Arguments, tc.ModelArguments = executed, args
+		}
+	}
+	b.rec.Emit(audit.Event{ClawID: as.id, Type: audit.TypeToolCall, RequestID: id, Format: history.FormatMCP,
+		Tool: tc.Name, Service: tc.Service, Status: toolcall.Status(env), LatencyMS: audit.Ptr(latency), Mode: manifest.ModeNative})
+	if !b.rec.HistoryOn() && !b.rec.HasSinks() {
+		return
+	}
+	request, _ := json.Marshal(map[string]any{"method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
+	response, _ := json.Marshal(res)
+	e := history.Entry{
+		ID: id, Timestamp: start.UTC(), AgentID: as.id, Pod: b.o.Pod, Format: history.FormatMCP,
+		Status: history.StatusOK, StatusCode: http.StatusOK, LatencyMS: b.o.Now().Sub(start).Milliseconds(),
+		Request: request, Response: response,
+		ToolTrace: []history.Round{{Round: 0, ToolCalls: []history.ToolCall{tc}}},
+	}
+	if err := b.rec.Append(e); err != nil {
+		b.rec.Emit(audit.Event{ClawID: as.id, Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Error: "session history: " + err.Error()})
+	}
+}
