@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -234,37 +232,7 @@ func startWithAudit(ctx context.Context, t *testing.T, bin, out string, env []st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
-	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout = f
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &cllamaProc{cmd: cmd, done: make(chan struct{})}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done; _ = cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "listening on "); ok {
-			p.addr, _, _ = strings.Cut(rest, " ")
-			break
-		}
-	}
-	go func() {
-		for lines.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(lines.Text() + "\n")
-			p.mu.Unlock()
-		}
-		close(p.done)
-	}()
-	if p.addr == "" {
-		t.Fatal("cllama printed no listening line")
-	}
-	return p
+	return startCllamaTo(ctx, t, bin, f, env...)
 }
 
 // fileRepairs reads the file_repaired events of an audit log.

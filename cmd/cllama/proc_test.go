@@ -48,13 +48,20 @@ func (p *cllamaProc) stderrNow() string {
 // still running.
 func startCllama(ctx context.Context, t testing.TB, bin string, env ...string) *cllamaProc {
 	t.Helper()
+	return startCllamaTo(ctx, t, bin, io.Discard, env...)
+}
+
+// startCllamaTo is startCllama with the audit log (stdout) going to
+// stdout.
+func startCllamaTo(ctx context.Context, t testing.TB, bin string, stdout io.Writer, env ...string) *cllamaProc {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = io.Discard
+	cmd.Stdout = stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
