@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -22,16 +21,10 @@ import (
 // a mediated call, mode native.
 func (as *agentServer) record(id string, start time.Time, name string, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64, res *mcp.CallToolResult) {
 	b := as.b
-	content := toolcall.Encode(env)
-	tc := history.ToolCall{Name: name, Arguments: args, Result: content, LatencyMS: latency, Mode: manifest.ModeNative}
-	if tool != nil {
-		tc.Name, tc.Service = tool.Name, tool.Execution.Service
-		if executed := toolcall.Executed(args, as.id, tool); !bytes.Equal(executed, args) {
-			tc.Arguments, tc.ModelArguments = executed, args
-		}
-	}
-	b.rec.Emit(audit.Event{ClawID: as.id, Type: audit.TypeToolCall, RequestID: id, Format: history.FormatMCP,
-		Tool: tc.Name, Service: tc.Service, Status: toolcall.Status(env), LatencyMS: audit.Ptr(latency), Mode: manifest.ModeNative})
+	f := toolcall.Fact{Agent: as.id, RequestID: id, Format: history.FormatMCP, Mode: manifest.ModeNative,
+		Name: name, Tool: tool, Arguments: args, Envelope: env, LatencyMS: latency}
+	tc := f.Trace()
+	b.rec.Emit(f.Event())
 	if !b.rec.HistoryOn() && !b.rec.HasSinks() {
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/toolcall"
@@ -285,19 +284,19 @@ func dedupe(s []string) []string {
 // answer turns a call's envelope into its trace entry, its tool result
 // and its audit event.
 func (t *turn) answer(round int, p *pending) (history.ToolCall, wire.Result) {
-	content := toolcall.Encode(p.env)
 	start := p.start.Milliseconds()
-	tc := history.ToolCall{Name: p.call.Name, Arguments: p.args, ModelArguments: p.model, Result: content, StartMS: &start, LatencyMS: p.latency, Mode: manifest.ModeMediated,
+	args := p.model
+	if args == nil {
+		args = p.args
+	}
+	f := toolcall.Fact{Agent: t.x.Agent.ID, RequestID: t.x.ID, Format: string(t.x.Format), Model: t.x.Model, Mode: manifest.ModeMediated, Round: round,
+		Name: p.call.Name, Tool: p.tool, Arguments: args, Envelope: p.env, StartMS: &start, LatencyMS: p.latency,
 		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount}
-	if p.tool != nil {
-		tc.Name, tc.Service = p.tool.Name, p.tool.Execution.Service
+	tc := f.Trace()
+	if status := toolcall.Status(p.env); p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
+		t.m.rec.Emit(f.Event())
 	}
-	status := toolcall.Status(p.env)
-	if p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
-		t.m.rec.Emit(audit.Event{ClawID: t.x.Agent.ID, Type: audit.TypeToolCall, RequestID: t.x.ID, Format: string(t.x.Format),
-			Model: t.x.Model, Mediated: true, Tool: tc.Name, Service: tc.Service, Round: round, Status: status, LatencyMS: audit.Ptr(p.latency), Mode: manifest.ModeMediated})
-	}
-	return tc, wire.Result{CallID: p.call.ID, Content: content, IsError: !p.env.OK}
+	return tc, wire.Result{CallID: p.call.ID, Content: tc.Result, IsError: !p.env.OK}
 }
 
 // rawArguments makes arguments safe to keep as JSON in the trace.

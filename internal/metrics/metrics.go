@@ -19,7 +19,10 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // MaxModels bounds the distinct values of the model label.
@@ -196,19 +199,19 @@ func (s *Sink) Event(e *audit.Event) {
 		// other (a name the model made up, whatever the outcome: unknown,
 		// or past a cap before it was resolved) is tool "unknown".
 		tool, service := e.Tool, e.Service
-		if e.Status == "unknown_tool" || tool == "" || service == "" {
+		if e.Status == toolexec.CodeUnknownTool || tool == "" || service == "" {
 			tool, service = Unknown, Unknown
 		}
 		mode := e.Mode
 		if mode == "" {
-			mode = "mediated"
+			mode = manifest.ModeMediated
 		}
 		status := e.Status
 		if status == "" {
 			status = Unknown
 		}
 		s.toolCalls.WithLabelValues(agentLabel(e.ClawID), tool, service, status, mode).Inc()
-		if v, ok := seconds(e.LatencyMS); ok && status != "duplicate_tool_call" {
+		if v, ok := seconds(e.LatencyMS); ok && status != toolexec.CodeDuplicate {
 			s.toolDuration.WithLabelValues(tool, mode).Observe(v)
 		}
 	case audit.TypeFeedFetch:
@@ -247,7 +250,7 @@ func (s *Sink) Event(e *audit.Event) {
 	switch {
 	case e.Type == audit.TypeResponse && (e.StatusCode < 200 || e.StatusCode > 299):
 		outcome = "upstream_error"
-	case e.Type == audit.TypeError && e.ErrorType == "tool_budget_exhausted":
+	case e.Type == audit.TypeError && e.ErrorType == apierror.TypeBudgetExhausted:
 		outcome = "budget_exhausted"
 		s.budgets.WithLabelValues(agent).Inc()
 	case e.Type == audit.TypeError && e.StatusCode >= 400 && e.StatusCode < 500:
