@@ -296,8 +296,8 @@ func Pending(dir string) ([]string, error) {
 	return out, nil
 }
 
-// applyPlan is what Apply does.
-type applyPlan struct {
+// changeSet is what Apply changes in the live tree.
+type changeSet struct {
 	agents []planAgent
 	// removed are live agents the staged compile no longer has.
 	removed []planAgent
@@ -319,13 +319,13 @@ type planAgent struct {
 	live             bool
 }
 
-func plan(dir string) (*applyPlan, error) {
+func plan(dir string) (*changeSet, error) {
 	stagedCtx := filepath.Join(dir, filepath.FromSlash(StagedContextDir))
 	live := filepath.Join(dir, filepath.FromSlash(ContextDir))
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(RecordFile))); err != nil {
 		return nil, fmt.Errorf("no staged compile (%s): %w; run `claw compile`", RecordFile, err)
 	}
-	p := &applyPlan{}
+	p := &changeSet{}
 	staged := map[string]bool{}
 	des, err := os.ReadDir(stagedCtx)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

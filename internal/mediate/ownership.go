@@ -5,14 +5,14 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-// planKind is who answers a model response's tool calls (spec 000
+// ownerKind is who answers a model response's tool calls (spec 000
 // "mediated mode therefore partitions by response ownership"; the
 // monotonic-executor model).
-type planKind int
+type ownerKind int
 
 const (
 	// nativeOnly: every call is the runner's; hand the response back.
-	nativeOnly planKind = iota
+	nativeOnly ownerKind = iota
 	// managedPrefix: managed calls first, then possibly native ones. Run
 	// the prefix, hide the native suffix, ask again.
 	managedPrefix
@@ -21,9 +21,9 @@ const (
 	rejected
 )
 
-// plan is the dispatch decision for one response.
-type plan struct {
-	kind planKind
+// ownership is who answers each call of one response.
+type ownership struct {
+	kind ownerKind
 	// prefix is the number of leading proxy-owned calls (managedPrefix).
 	prefix int
 	// tools[i] is the managed tool of call i (nil for native or unknown).
@@ -32,10 +32,10 @@ type plan struct {
 	native []bool
 }
 
-// plan classifies calls. A name that is neither a runner tool nor a managed
+// ownership classifies calls. A name that is neither a runner tool nor a managed
 // tool is owned by the proxy and answered unknown_tool (fail closed).
-func (t *turn) plan(calls []wire.Call) plan {
-	p := plan{tools: make([]*manifest.Tool, len(calls)), native: make([]bool, len(calls))}
+func (t *turn) ownership(calls []wire.Call) ownership {
+	p := ownership{tools: make([]*manifest.Tool, len(calls)), native: make([]bool, len(calls))}
 	for i, c := range calls {
 		p.tools[i], p.native[i] = t.pres.owner(c.Name)
 	}

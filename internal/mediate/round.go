@@ -36,7 +36,7 @@ type seenCall struct {
 // each batch runs, at most max_parallel_calls at once, and its calls are
 // answered in the model's order, so results, audit events and the trace
 // keep that order whatever order the calls finish in.
-func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p plan) *failure {
+func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p ownership) *failure {
 	round := len(t.rounds) + 1
 	start := t.m.opt.Now()
 	var (
@@ -258,7 +258,7 @@ func (t *turn) overCap(i, n int) (toolexec.Envelope, bool) {
 
 // rejection is the structured instruction for a native-first or
 // interleaved batch (spec 002 case 5).
-func (t *turn) rejection(p plan) string {
+func (t *turn) rejection(p ownership) string {
 	var managed []string
 	for _, tool := range p.tools {
 		if tool != nil {

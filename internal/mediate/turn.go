@@ -173,8 +173,8 @@ func (t *turn) round(ctx, parent context.Context) (outcome, bool) {
 	if len(resp.Calls) == 0 {
 		return t.finish(resp), true
 	}
-	plan := t.plan(resp.Calls)
-	if plan.kind == nativeOnly {
+	owners := t.ownership(resp.Calls)
+	if owners.kind == nativeOnly {
 		// Cases 2 and 4: the runner executes its own calls; finish
 		// stores the handoff when hidden rounds came first.
 		return t.finish(resp), true
@@ -184,7 +184,7 @@ func (t *turn) round(ctx, parent context.Context) (outcome, bool) {
 		return outcome{fail: &failure{status: http.StatusBadGateway, errType: apierror.TypeBudgetExhausted,
 			msg: fmt.Sprintf("cllama: managed tool budget exhausted: max_rounds (%d) reached and the model still asks for tools; no answer was produced", t.policy.MaxRounds)}}, true
 	}
-	if fail := t.playRound(ctx, parent, resp, plan); fail != nil {
+	if fail := t.playRound(ctx, parent, resp, owners); fail != nil {
 		span.SetStatus(codes.Error, fail.errType)
 		return outcome{fail: fail}, true
 	}
