@@ -197,13 +197,13 @@ func Apply(dir string) (*Applied, error) {
 	if err := os.MkdirAll(versions, 0o755); err != nil {
 		return nil, err
 	}
-	plan, err := plan(dir)
+	changes, err := changesOf(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := &Applied{}
 	keep := map[string]bool{}
-	for _, ag := range plan.agents {
+	for _, ag := range changes.agents {
 		keep[ag.version] = true
 		if ag.current != "" {
 			keep[ag.current] = true
@@ -223,7 +223,7 @@ func Apply(dir string) (*Applied, error) {
 			out.Added = append(out.Added, ag.id)
 		}
 	}
-	for _, gone := range plan.removed {
+	for _, gone := range changes.removed {
 		if err := removeLive(live, gone.id); err != nil {
 			return nil, err
 		}
@@ -232,21 +232,21 @@ func Apply(dir string) (*Applied, error) {
 		}
 		out.Removed = append(out.Removed, gone.id)
 	}
-	if plan.providers != nil {
-		if err := writeFiles(dir, []File{*plan.providers}); err != nil {
+	if changes.providers != nil {
+		if err := writeFiles(dir, []File{*changes.providers}); err != nil {
 			return nil, err
 		}
 		out.Providers = true
 	}
-	if len(plan.runnerChanged) > 0 {
+	if len(changes.runnerChanged) > 0 {
 		// Written in place: a runner reads its file when its container
 		// starts, and compose recreates the container when the agent's
 		// configuration (its token, its pod) changes, which is when the
 		// file does.
-		if err := writeFiles(dir, plan.runner, RunnerDir); err != nil {
+		if err := writeFiles(dir, changes.runner, RunnerDir); err != nil {
 			return nil, err
 		}
-		for _, id := range plan.runnerChanged {
+		for _, id := range changes.runnerChanged {
 			if !slices.Contains(out.Changed, id) && !slices.Contains(out.Added, id) && !slices.Contains(out.Removed, id) {
 				out.Changed = append(out.Changed, id)
 			}
@@ -271,7 +271,7 @@ func Apply(dir string) (*Applied, error) {
 // Pending lists what Apply would change in the pod directory dir: agent
 // ids, and "providers".
 func Pending(dir string) ([]string, error) {
-	p, err := plan(dir)
+	p, err := changesOf(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -298,9 +298,9 @@ func Pending(dir string) ([]string, error) {
 
 // changeSet is what Apply changes in the live tree.
 type changeSet struct {
-	agents []planAgent
+	agents []agentChange
 	// removed are live agents the staged compile no longer has.
-	removed []planAgent
+	removed []agentChange
 	// providers is the staged providers.json (at its live path) when it
 	// differs from the live one.
 	providers *File
@@ -310,7 +310,7 @@ type changeSet struct {
 	runnerChanged []string
 }
 
-type planAgent struct {
+type agentChange struct {
 	id string
 	// version is the name of the copy of the staged files; current the
 	// one the live link names ("" when the agent is not live, or is a
@@ -319,7 +319,7 @@ type planAgent struct {
 	live             bool
 }
 
-func plan(dir string) (*changeSet, error) {
+func changesOf(dir string) (*changeSet, error) {
 	stagedCtx := filepath.Join(dir, filepath.FromSlash(StagedContextDir))
 	live := filepath.Join(dir, filepath.FromSlash(ContextDir))
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(RecordFile))); err != nil {
@@ -341,7 +341,7 @@ func plan(dir string) (*changeSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		ag := planAgent{id: id, version: id + "-" + sum}
+		ag := agentChange{id: id, version: id + "-" + sum}
 		ag.current, ag.live = liveVersion(live, id)
 		p.agents = append(p.agents, ag)
 	}
@@ -351,12 +351,12 @@ func plan(dir string) (*changeSet, error) {
 	}
 	for _, de := range lives {
 		if id := de.Name(); manifest.ValidAgentID(id) && !staged[id] {
-			ag := planAgent{id: id, live: true}
+			ag := agentChange{id: id, live: true}
 			ag.current, _ = liveVersion(live, id)
 			p.removed = append(p.removed, ag)
 		}
 	}
-	if p.runner, p.runnerChanged, err = planRunner(dir); err != nil {
+	if p.runner, p.runnerChanged, err = runnerChanges(dir); err != nil {
 		return nil, err
 	}
 	stagedProv := filepath.Join(dir, filepath.FromSlash(StagedProvidersFile))
@@ -379,7 +379,7 @@ func plan(dir string) (*changeSet, error) {
 // planRunner reads the staged runner files (at their live paths) and
 // lists the agents whose live runner files differ from them in bytes or
 // mode, or that have live runner files no longer staged.
-func planRunner(dir string) (staged []File, changed []string, err error) {
+func runnerChanges(dir string) (staged []File, changed []string, err error) {
 	stagedRoot := filepath.Join(dir, filepath.FromSlash(StagedRunnerDir))
 	liveRoot := filepath.Join(dir, filepath.FromSlash(RunnerDir))
 	ids := map[string]bool{}
