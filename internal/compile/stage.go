@@ -376,7 +376,7 @@ func changesOf(dir string) (*changeSet, error) {
 	return p, nil
 }
 
-// planRunner reads the staged runner files (at their live paths) and
+// runnerChanges reads the staged runner files (at their live paths) and
 // lists the agents whose live runner files differ from them in bytes or
 // mode, or that have live runner files no longer staged.
 func runnerChanges(dir string) (staged []File, changed []string, err error) {
