@@ -319,6 +319,7 @@ type agentChange struct {
 	live             bool
 }
 
+// changesOf compares the staged compile in dir with the live tree.
 func changesOf(dir string) (*changeSet, error) {
 	stagedCtx := filepath.Join(dir, filepath.FromSlash(StagedContextDir))
 	live := filepath.Join(dir, filepath.FromSlash(ContextDir))
