@@ -89,6 +89,46 @@ var (
 	imagesErr  error
 )
 
+// eachCompose runs f once per Compose engine of composeEngines, as a
+// subtest named after it, with CLAW_COMPOSE (which claw reads) set to it.
+func eachCompose(t *testing.T, f func(t *testing.T)) {
+	for _, engine := range composeEngines() {
+		name := "compose=detected"
+		if engine != "" {
+			name = "compose=" + filepath.Base(strings.Fields(engine)[0])
+		}
+		t.Run(name, func(t *testing.T) {
+			// "" lets claw detect the engine.
+			t.Setenv("CLAW_COMPOSE", engine)
+			f(t)
+		})
+	}
+}
+
+// buildClaw builds this tree's claw into a temporary directory and
+// returns its path.
+func buildClaw(t *testing.T, root string) string {
+	t.Helper()
+	claw := filepath.Join(t.TempDir(), "claw")
+	run(t, root, 5*time.Minute, "go", "build", "-o", claw, "./cmd/claw")
+	return claw
+}
+
+// ensureImages builds the pod images from this tree with
+// scripts/images.sh, once per test run (CLAW_E2E_REUSE_IMAGES set: the
+// images already built are used as they are).
+func ensureImages(t *testing.T, root string) {
+	t.Helper()
+	imagesOnce.Do(func() {
+		if os.Getenv("CLAW_E2E_REUSE_IMAGES") == "" {
+			imagesOut, imagesErr = tryRun(root, 20*time.Minute, "bash", "scripts/images.sh")
+		}
+	})
+	if imagesErr != nil {
+		t.Fatalf("scripts/images.sh: %v\n%s", imagesErr, imagesOut)
+	}
+}
+
 // composeEngines are the Docker Compose commands the end-to-end tests run
 // pods with: CLAW_E2E_COMPOSE, a comma-separated list (CI lists
 // docker-compose 1.29 and a Compose v2 binary), else the one claw detects
@@ -115,17 +155,8 @@ func composeEngines() []string {
 func startPod(t *testing.T, example, extraServices string) *pod {
 	t.Helper()
 	root := repoRoot(t)
-	bin := t.TempDir()
-	claw := filepath.Join(bin, "claw")
-	run(t, root, 5*time.Minute, "go", "build", "-o", claw, "./cmd/claw")
-	imagesOnce.Do(func() {
-		if os.Getenv("CLAW_E2E_REUSE_IMAGES") == "" {
-			imagesOut, imagesErr = tryRun(root, 20*time.Minute, "bash", "scripts/images.sh")
-		}
-	})
-	if imagesErr != nil {
-		t.Fatalf("scripts/images.sh: %v\n%s", imagesErr, imagesOut)
-	}
+	claw := buildClaw(t, root)
+	ensureImages(t, root)
 
 	dir := t.TempDir()
 	if err := copyExample(dir, filepath.Join(root, "examples", example)); err != nil {

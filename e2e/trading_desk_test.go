@@ -53,17 +53,7 @@ type received struct {
 func TestTradingDesk(t *testing.T) {
 	requireDocker(t)
 	buildNetprobe(t)
-	for _, engine := range composeEngines() {
-		name := "compose=detected"
-		if engine != "" {
-			name = "compose=" + filepath.Base(strings.Fields(engine)[0])
-		}
-		t.Run(name, func(t *testing.T) {
-			// claw (run by the test) reads CLAW_COMPOSE; "" lets it detect.
-			t.Setenv("CLAW_COMPOSE", engine)
-			tradingDesk(t)
-		})
-	}
+	eachCompose(t, tradingDesk)
 }
 
 // agents are the example pod's agents.

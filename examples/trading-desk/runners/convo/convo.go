@@ -33,8 +33,8 @@ type Config struct {
 	MaxSteps int
 }
 
-// LoadConfig reads RUNNER_NAME, MODEL, RUNNER_TURNS (a JSON array of
-// {"user","stream"}) and RUNNER_MAX_STEPS.
+// LoadConfig reads RUNNER_NAME, MODEL and RUNNER_TURNS (a JSON array of
+// {"user","stream"}). MaxSteps, the model calls a turn may take, is 6.
 func LoadConfig(defaultTurns []Turn) (Config, error) {
 	c := Config{Name: os.Getenv("RUNNER_NAME"), Model: os.Getenv("MODEL"), Turns: defaultTurns, MaxSteps: 6}
 	if c.Name == "" {
