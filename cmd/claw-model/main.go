@@ -1,8 +1,8 @@
 // Command claw-model is a scripted model provider: an HTTP server speaking
 // OpenAI chat completions, the OpenAI Responses API and Anthropic messages
 // that answers from a script file instead of a model, for offline demos and
-// pod tests. See the README section
-// "Scripted model server" for the script format.
+// pod tests. See docs/scripted-model.md
+// for the script format.
 //
 //	claw-model --script script.yaml [--addr :8080] [--log-requests requests.jsonl]
 //

@@ -1,6 +1,6 @@
 // Command cllama is the governance proxy of a Clawdapus pod: every agent
 // reaches its model providers only through it. Configuration comes from
-// flags and the environment, read once here (see README "cllama").
+// flags and the environment, read once here (see docs/cllama.md).
 package main
 
 import (

@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// The README's descriptor example is a valid descriptor.
+// The pod file reference's descriptor example is a valid descriptor.
 func TestReadmeDescriptorExample(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/pod-file.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "#### Descriptor fields")
+	_, rest, ok := strings.Cut(string(data), "### Descriptor fields")
 	if !ok {
-		t.Fatal("README has no descriptor field reference")
+		t.Fatal("docs/pod-file.md has no descriptor field reference")
 	}
 	_, rest, ok = strings.Cut(rest, "```json\n")
 	block, _, ok2 := strings.Cut(rest, "```")
@@ -23,9 +23,9 @@ func TestReadmeDescriptorExample(t *testing.T) {
 	}
 	d, err := ParseDescriptor([]byte(block))
 	if err != nil {
-		t.Fatalf("README example: %v", err)
+		t.Fatalf("documented example: %v", err)
 	}
 	if len(d.Tools) != 2 || len(d.Feeds) != 1 || d.Skill == "" || d.Tool("execute_trade") == nil {
-		t.Fatalf("README example parsed as %+v", d)
+		t.Fatalf("documented example parsed as %+v", d)
 	}
 }

@@ -71,7 +71,7 @@ func (b *builder) withToolManifests(svc *pod.Service, sd *ServiceDescriptor) (*S
 		b.input(full, data)
 		ms, err := capability.ParseToolManifests(data)
 		if err != nil {
-			return nil, manifestErr(rel, svc.Name, err, "correct the manifest (README: \"CKP Tool manifests\")")
+			return nil, manifestErr(rel, svc.Name, err, "correct the manifest (docs/services.md: \"CKP Tool manifests\")")
 		}
 		for _, m := range ms {
 			if prev, dup := origin[m.Tool.Name]; dup {

@@ -142,7 +142,7 @@ func (b *builder) composeFile(ctx context.Context, plan *Plan) ([]byte, error) {
 		nets[EgressNetwork] = doc{"driver_opts": doc{bridgeEnableICC: "false"}}
 	}
 	if n := len(nets); n > manyNetworks {
-		b.warns = append(b.warns, fmt.Sprintf("%s: the pod has %d networks (one per agent, see the README's perimeter section); Docker's default address pools hold about 30 per host, so give the engine smaller pools (default-address-pools in daemon.json) before `claw up`", b.pod.File, n))
+		b.warns = append(b.warns, fmt.Sprintf("%s: the pod has %d networks (one per agent, see \"The perimeter\" in docs/operator-guide.md); Docker's default address pools hold about 30 per host, so give the engine smaller pools (default-address-pools in daemon.json) before `claw up`", b.pod.File, n))
 	}
 	if withCllama {
 		nets[InternalNet] = doc{"internal": true}

@@ -206,7 +206,7 @@ func parseDescriptorBytes(service, kind, loc string, data []byte) (*ServiceDescr
 		d, err = capability.ParseDescriptor(data)
 	}
 	if err != nil {
-		e := &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (README: \"Descriptor fields\")"}
+		e := &pod.Error{File: loc, Service: service, Problem: "invalid descriptor: " + err.Error(), Fix: "correct the descriptor (docs/pod-file.md: \"Descriptor fields\")"}
 		var fe *capability.FieldError
 		if errors.As(err, &fe) {
 			e.Key, e.Problem = fe.Field, "invalid descriptor: "+fe.Problem

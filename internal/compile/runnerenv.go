@@ -8,8 +8,9 @@ import (
 )
 
 // DefaultRunnerEnv are the variables every cllama agent gets, so that the
-// runners and SDKs people use find cllama whichever name they read (the
-// README lists which runner reads which). x-claw.runner-env adds more.
+// runners and SDKs people use find cllama whichever name they read
+// (docs/operator-guide.md "The perimeter" lists which runner reads which).
+// x-claw.runner-env adds more.
 var DefaultRunnerEnv = map[string]pod.RunnerEnvValue{
 	"OPENAI_BASE_URL":        pod.RunnerEnvOpenAIBaseURL,
 	"OPENAI_API_BASE":        pod.RunnerEnvOpenAIBaseURL,

@@ -41,7 +41,7 @@ func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) 
 			return g, d.errf(key+".when", "write a CEL expression as a string, e.g. `when: '\"trading-api.get_market_context\" in session.called'`", "must be a string, got %s", typeName(raw))
 		}
 		if err := policy.Check(expr); err != nil {
-			return g, d.errf(key+".when", "fix the expression; it sees now, agent (id, service, type), tool (name, service, annotations), feeds (by name) and session (called, rounds), and must give a bool (README \"Tool policy\")", "CEL: %v", err)
+			return g, d.errf(key+".when", "fix the expression; it sees now, agent (id, service, type), tool (name, service, annotations), feeds (by name) and session (called, rounds), and must give a bool (docs/tools-and-feeds.md \"Tool policy\")", "CEL: %v", err)
 		}
 		g.When = expr
 	}

@@ -12,16 +12,21 @@ import (
 // written in the README's pod grammar example (tool-manifests has its own
 // section).
 func TestReadmeDocumentsKeys(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/pod-file.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "### Pod grammar")
+	services, err := os.ReadFile("../../docs/services.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, services...)
+	_, rest, ok := strings.Cut(string(data), "## Pod grammar")
 	block, _, ok2 := strings.Cut(rest, "\nRules:")
 	if !ok || !ok2 {
 		t.Fatal("README has no pod grammar section")
 	}
-	elsewhere := map[string]string{"tool-manifests": "### CKP `Tool` manifests"}
+	elsewhere := map[string]string{"tool-manifests": "## CKP `Tool` manifests"}
 	for _, keys := range [][]string{podKeys, serviceKeys, grantKeys} {
 		for _, k := range keys {
 			if section, ok := elsewhere[k]; ok {

@@ -25,7 +25,7 @@ const (
 )
 
 // serveModels answers GET /v1/models and GET /v1/models/{id}: the models
-// the calling agent may use (README "Model discovery") in the shape of the
+// the calling agent may use (docs/cllama.md "Model discovery") in the shape of the
 // format whose clients sent the request.
 func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	start := s.now()

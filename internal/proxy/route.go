@@ -11,7 +11,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-// modelRouter decides which provider serves a request's model (README
+// modelRouter decides which provider serves a request's model (docs/cllama.md
 // "Routing"):
 //
 //   - "<provider>/<model>" with a configured provider goes there, the

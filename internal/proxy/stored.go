@@ -22,7 +22,7 @@ import (
 
 // Stored objects (wire.Stored: the Responses API's responses) belong to
 // the agent whose request created them, at the provider that keeps them
-// (README "Stored responses"). The proxy records each id it sees created
+// (docs/cllama.md "Stored responses"). The proxy records each id it sees created
 // (package owners), relays the object routes for the owner only, to the
 // owning provider, and refuses a generation that continues from an object
 // that is not the caller's, or at another provider. An id that is not the
