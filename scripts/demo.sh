@@ -24,7 +24,7 @@ scripts/images.sh
 cd "$pod_dir"
 # The agents hold the same scripted conversations on every run. cllama does
 # not restore hidden tool rounds across two conversations that look the same
-# (README "continuity"), so a previous run's continuity state would turn this
+# (docs/tools-and-feeds.md "Continuity"), so a previous run's continuity state would turn this
 # run's off: start it fresh (history itself is kept; the audit shows this run).
 rm -rf .claw-runtime/history/.continuity
 cleanup() { echo "== claw down"; "$claw" down >/dev/null 2>&1 || true; }
@@ -68,7 +68,7 @@ echo "$summary" | awk '/^[^ ].* \(service / {agent=$1} /^  reaches: / {sub(/^  r
 echo; echo "== claw audit (this run)"
 "$claw" audit --since "$started" || status=1
 
-echo; echo "== a few of cllama's metrics (README \"Metrics\")"
+echo; echo "== a few of cllama's metrics (docs/cllama.md \"Metrics\")"
 cllama_ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$(container cllama)" 2>/dev/null | tr ' ' '\n' | grep . || true)
 shown=""
 for ip in $cllama_ip; do
