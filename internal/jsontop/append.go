@@ -1,7 +1,6 @@
 package jsontop
 
 import (
-	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -21,8 +20,8 @@ var escaped = func() (t [256]bool) {
 func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if escaped[s[i]] {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
+			b, _ = AppendStringWithin(b, s, -1)
+			return b
 		}
 	}
 	b = append(b, '"')

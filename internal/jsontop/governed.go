@@ -202,7 +202,7 @@ func (s *Shape) NestedAmbiguity(rawKey, value []byte) *Ambiguity {
 func (s *Shape) match(rawKey []byte) (k int, exact, ok bool) {
 	if ascii(rawKey) {
 		for k, m := range s.members {
-			if len(m.name) == len(rawKey) && asciiEqualFold(rawKey, m.name) {
+			if EqualFoldASCII(rawKey, m.name) {
 				return k, string(rawKey) == m.name, true
 			}
 		}
@@ -221,7 +221,12 @@ func (s *Shape) match(rawKey []byte) (k int, exact, ok bool) {
 	return 0, false, false
 }
 
-func asciiEqualFold(b []byte, s string) bool {
+// EqualFoldASCII reports whether the ASCII key b equals s up to the case
+// of its letters.
+func EqualFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
 	for i := range len(b) {
 		x, y := b[i], s[i]
 		if x == y {

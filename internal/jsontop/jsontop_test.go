@@ -3,7 +3,9 @@ package jsontop
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestFind(t *testing.T) {
@@ -104,4 +106,48 @@ func TestElementsAndUnquote(t *testing.T) {
 	if s, err := DecodeKey([]byte(`us\u0061ge`)); err != nil || s != "usage" {
 		t.Errorf("DecodeKey = %q, %v", s, err)
 	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"b\\s", "<script>&amp;", "\x00\x1f\t\n\r", "é😀", "\u2028\u2029", "bad\xff\xfe", strings.Repeat("ab", 100)} {
+		want, _ := json.Marshal(s)
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+		if n := StringLen(s); n != len(want) {
+			t.Errorf("StringLen(%q) = %d, want %d", s, n, len(want))
+		}
+	}
+}
+
+// FuzzAppendStringWithin holds the bounded encoder to encoding/json: with
+// no bound it writes what json.Marshal writes and StringLen measures it;
+// within a bound it writes a valid JSON string, no longer than the bound,
+// that decodes to a prefix of s (for valid UTF-8).
+func FuzzAppendStringWithin(f *testing.F) {
+	f.Add("plain", 10)
+	f.Add("<é\u2028\xff>", 7)
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		want, _ := json.Marshal(s)
+		if got, ok := AppendStringWithin(nil, s, -1); string(got) != string(want) || !ok {
+			t.Fatalf("unbounded %s, want %s", got, want)
+		}
+		if StringLen(s) != len(want) {
+			t.Fatalf("StringLen %d, want %d", StringLen(s), len(want))
+		}
+		if limit < 2 || limit > 1<<16 {
+			return
+		}
+		got, all := AppendStringWithin(nil, s, limit)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || len(got) > limit {
+			t.Fatalf("bounded %q (limit %d): %v", got, limit, err)
+		}
+		if all != (len(want) <= limit) {
+			t.Fatalf("all = %v for %d of %d bytes", all, len(want), limit)
+		}
+		if utf8.ValidString(s) && !strings.HasPrefix(s, back) {
+			t.Fatalf("%q is not a prefix of %q", back, s)
+		}
+	})
 }

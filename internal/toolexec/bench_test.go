@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 const benchSchema = `{"type":"object","properties":{"claw_id":{"type":"string"},"symbol":{"type":"string","pattern":"^[A-Z]{1,5}$"},"side":{"enum":["buy","sell"]},"quantity":{"type":"number","exclusiveMinimum":0},"tags":{"type":"array","items":{"type":"string"}}},"required":["symbol","side","quantity"],"additionalProperties":false}`
@@ -109,7 +111,7 @@ func BenchmarkSchemaCompile(b *testing.B) {
 
 // BenchmarkBoundTruncate cuts a 100 KB JSON answer to the default 16 KiB.
 func BenchmarkBoundTruncate(b *testing.B) {
-	canon, _ := canonicalJSON([]byte(`{"rows":[` + strings.Repeat(`{"name":"row","v":"<&>"},`, 4000) + `{}]}`))
+	canon, _ := jsontop.Canonical([]byte(`{"rows":[` + strings.Repeat(`{"name":"row","v":"<&>"},`, 4000) + `{}]}`))
 	b.SetBytes(int64(len(canon)))
 	b.ReportAllocs()
 	for b.Loop() {

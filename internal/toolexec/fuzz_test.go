@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 var fuzzTemplates = []string{
@@ -121,7 +123,7 @@ func FuzzBound(f *testing.F) {
 		}
 		r := result{text: s, isText: true, cut: fullSize > 0, fullSize: fullSize, sizeAtLeast: atLeast}
 		if !text {
-			canon, ok := canonicalJSON([]byte(s))
+			canon, ok := jsontop.Canonical([]byte(s))
 			if !ok {
 				return
 			}
@@ -131,7 +133,7 @@ func FuzzBound(f *testing.F) {
 		if env.OriginalBytes > 0 && env.OriginalBytesAtLeast > 0 {
 			t.Fatalf("both original_bytes and original_bytes_at_least: %+v", env)
 		}
-		if r.cut && (!env.Truncated || (env.OriginalBytesAtLeast > 0) != (atLeast && fullSize > encodedLen(s))) {
+		if r.cut && (!env.Truncated || (env.OriginalBytesAtLeast > 0) != (atLeast && fullSize > jsontop.StringLen(s))) {
 			t.Fatalf("cut result of %d bytes (at least: %v) became %+v", fullSize, atLeast, env)
 		}
 		if !json.Valid(env.Data) {
@@ -163,16 +165,4 @@ func FuzzBound(f *testing.F) {
 			t.Fatalf("%q is not a prefix of %q", got, src)
 		}
 	})
-}
-
-func TestJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", "q\"b\\s", "<script>&amp;", "\x00\x1f\t\n\r", "é😀", "\u2028\u2029", "bad\xff\xfe", strings.Repeat("ab", 100)} {
-		want, _ := json.Marshal(s)
-		if got := jsonString(s); string(got) != string(want) {
-			t.Errorf("jsonString(%q) = %s, want %s", s, got, want)
-		}
-		if n := encodedLen(s); n != len(want) {
-			t.Errorf("encodedLen(%q) = %d, want %d", s, n, len(want))
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -177,7 +178,7 @@ func decodeAnswer(data []byte, contentType string) result {
 		return result{json: jsonNull}
 	}
 	if jsonish(contentType, data) {
-		if canon, ok := canonicalJSON(data); ok {
+		if canon, ok := jsontop.Canonical(data); ok {
 			return result{json: canon}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -587,7 +588,7 @@ func TestTruncation(t *testing.T) {
 	e := New(Options{MaxResponseBytes: 64 << 10})
 	defer e.Close()
 	big := `{"rows":[` + strings.Repeat(`{"name":"row","v":"<&>"},`, 2000) + `{}]}`
-	canon, _ := canonicalJSON([]byte(big))
+	canon, _ := jsontop.Canonical([]byte(big))
 	textBody := strings.Repeat("héllo \"wörld\" <tag>\n", 500)
 	huge := strings.Repeat("x", 64<<10-1) + strings.Repeat("é", 100<<10)
 	for _, tc := range []struct {
@@ -595,7 +596,7 @@ func TestTruncation(t *testing.T) {
 		wantOriginal      int
 	}{
 		{"json", "application/json", big, len(canon)},
-		{"text", "text/plain", textBody, len(jsonString(textBody))},
+		{"text", "text/plain", textBody, len(jsontop.AppendString(nil, textBody))},
 		{"over the read bound", "text/plain", huge, len(huge)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -331,7 +332,7 @@ func (e *Executor) mcpResult(res *mcp.CallToolResult, svc string, maxBytes int) 
 	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
-		if canon, ok := canonicalJSON(b); err == nil && ok {
+		if canon, ok := jsontop.Canonical(b); err == nil && ok {
 			return result{json: canon}, nil
 		}
 	}
@@ -340,14 +341,14 @@ func (e *Executor) mcpResult(res *mcp.CallToolResult, svc string, maxBytes int) 
 	}
 	if text, allText := contentText(res.Content); allText {
 		if len(res.Content) == 1 {
-			if canon, ok := canonicalJSON([]byte(text)); ok {
+			if canon, ok := jsontop.Canonical([]byte(text)); ok {
 				return result{json: canon}, nil
 			}
 		}
 		return result{text: text, isText: true}, nil
 	}
 	b, err := json.Marshal(res.Content)
-	if canon, ok := canonicalJSON(b); err == nil && ok {
+	if canon, ok := jsontop.Canonical(b); err == nil && ok {
 		return result{json: canon}, nil
 	}
 	return result{}, &failure{code: CodeServiceError, message: fmt.Sprintf("MCP server %s returned content that cannot be encoded", svc)}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -119,7 +120,7 @@ func (s *scrubber) redact(r result) result {
 		if bytes.Equal(out, r.json) {
 			continue
 		}
-		if canon, ok := canonicalJSON(out); ok {
+		if canon, ok := jsontop.Canonical(out); ok {
 			r.json = canon
 			continue
 		}
@@ -132,7 +133,7 @@ func (s *scrubber) redact(r result) result {
 // encoding/json (HTML-safe) writes it in a string.
 func secretForms(secret string) []string {
 	forms := []string{secret}
-	if q := jsonString(secret); len(q) >= 2 {
+	if q := jsontop.AppendString(nil, secret); len(q) >= 2 {
 		if esc := string(q[1 : len(q)-1]); esc != secret {
 			forms = append(forms, esc)
 		}

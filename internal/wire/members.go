@@ -52,7 +52,7 @@ func knownKey(raw []byte, known []string, seen *uint64) (k int, plain bool) {
 			*seen |= 1 << k
 			return k, true
 		}
-		if equalFoldASCII(raw, name) {
+		if jsontop.EqualFoldASCII(raw, name) {
 			return -1, false
 		}
 	}
@@ -153,26 +153,6 @@ func PlainKey(raw []byte) bool {
 		}
 	}
 	return true
-}
-
-// equalFoldASCII is a case-insensitive comparison of an ASCII key.
-func equalFoldASCII(a []byte, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lower(a[i]) != lower(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lower(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // The value decoders below read a valid JSON value (a StructMembers span)
