@@ -203,11 +203,11 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 }
 
 func (s *Server) tooBusy() *statusError {
-	return errStatus(http.StatusServiceUnavailable, apierror.TypeOverloaded,
-		fmt.Sprintf("cllama is holding as many request bodies as it may (%d bytes in flight, CLLAMA_MAX_INFLIGHT_BYTES); retry shortly", s.cfg.MaxInflightBytes))
+	return retrySoon(errStatus(http.StatusServiceUnavailable, apierror.TypeOverloaded,
+		fmt.Sprintf("cllama is holding as many request bodies as it may (%d bytes in flight, CLLAMA_MAX_INFLIGHT_BYTES); retry shortly", s.cfg.MaxInflightBytes)))
 }
 
 func (s *Server) agentBusy(agent string) *statusError {
-	return errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
-		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentConcurrency))
+	return retrySoon(errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
+		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentConcurrency)))
 }

@@ -284,29 +284,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 
 	fs := flag.NewFlagSet("cllama", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.ListenAddr, "listen", c.ListenAddr, "listen address (LISTEN_ADDR)")
-	fs.StringVar(&c.ContextRoot, "context-root", c.ContextRoot, "per-agent context directory (CLAW_CONTEXT_ROOT)")
-	fs.StringVar(&c.AuthDir, "auth-dir", c.AuthDir, "directory holding providers.json (CLAW_AUTH_DIR)")
-	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
-	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
-	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
-	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
-	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
-	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
-	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
-	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
-	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
-	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
-	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
-	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
-	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
-	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
-	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
-	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
+	c.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -331,6 +309,33 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("timeouts must be > 0")
 	}
 	return c, nil
+}
+
+// flags defines on fs a flag for each setting, its default c's value.
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ListenAddr, "listen", c.ListenAddr, "listen address (LISTEN_ADDR)")
+	fs.StringVar(&c.ContextRoot, "context-root", c.ContextRoot, "per-agent context directory (CLAW_CONTEXT_ROOT)")
+	fs.StringVar(&c.AuthDir, "auth-dir", c.AuthDir, "directory holding providers.json (CLAW_AUTH_DIR)")
+	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
+	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
+	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
+	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
+	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
+	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
+	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
+	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
+	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
+	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
+	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
+	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
+	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 }
 
 // ContinuityDir is where cllama keeps state across restarts (the mediation

@@ -24,6 +24,9 @@ import (
 )
 
 func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
+	if se.retry {
+		w.Header().Set("Retry-After", "1")
+	}
 	apierror.Write(w, f, se.status, se.typ, se.msg)
 }
 
@@ -67,16 +70,12 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	if !s.admit.enter(agent.ID) {
-		w.Header().Set("Retry-After", "1")
 		reject(agent, s.agentBusy(agent.ID))
 		return
 	}
 	defer s.admit.leave(agent.ID)
 	body, pb, release, err := s.readBody(w, r)
 	if err != nil {
-		if se := asStatus(err); se.status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
 		reject(agent, err)
 		return
 	}
@@ -139,22 +138,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		span.SetAttributes(attribute.String("claw.agent", agent.ID), attribute.String("claw.format", string(format)),
 			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider))
 	}
-	sendParts := func(ctx context.Context, b [][]byte) (*http.Response, error) {
-		x.NoteSent(s.now())
-		ctx, span := tracing.Start(ctx, "chat "+info.Upstream, trace.SpanKindClient, attribute.String("gen_ai.request.model", info.Upstream))
-		defer span.End()
-		resp, err := s.send(ctx, call, b)
-		if err == nil {
-			x.NoteFirstByte(s.now())
-			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
-			if resp.StatusCode >= 400 {
-				span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
-			}
-		} else {
-			span.SetStatus(codes.Error, "upstream call failed")
-		}
-		return resp, err
-	}
+	sendParts := s.sender(x, call)
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
 	x.SendParts = sendParts
 	if stored != nil {
@@ -165,16 +149,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 	s.auditExchange(x, audit.TypeRequest, func(e *audit.Event) { e.Mediated = mediated })
 
 	if agent.ToolsErr != nil {
-		// A broken manifest must never silently disable governance
-		// (issue 3 "The manifest"): refuse, and tell the operator.
-		// The runner is told the file and field; the values written there
-		// (service URLs, schema references) go to the operator only.
-		msg := fmt.Sprintf("agent %s: %v; fix the pod and recompile with `claw compile`", agent.ID, agent.ToolsErr)
-		s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
-			e.StatusCode, e.Error = http.StatusInternalServerError, msg
-		})
-		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest,
-			fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
+		s.refuseBrokenManifest(w, f, x)
 		return
 	}
 	if s.decorator != nil {
@@ -188,21 +163,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		pb.disown()
 		// The mediator sends the provider's model itself (x.Body keeps
 		// the runner's).
-		if !count {
+		if count {
+			s.countMediated(w, r, f, x)
+		} else {
 			s.mediator.Mediate(w, r, x)
-			return
 		}
-		p, ok := s.mediator.(exchange.Presenter)
-		if !ok {
-			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
-			return
-		}
-		presented, err := p.Present(x)
-		if err != nil {
-			s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
-			return
-		}
-		s.relayCount(w, r, f, x, presented)
 		return
 	}
 	upstream, err := upstreamBody(x.Body, body, info)
@@ -215,6 +180,59 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	s.passthrough(w, r, f, x, func(ctx context.Context) (*http.Response, error) { return sendParts(ctx, upstream) })
+}
+
+// sender is how x's upstream calls are sent: each a client span, its
+// times noted on x.
+func (s *Server) sender(x *exchange.Exchange, call *upstreamCall) func(context.Context, [][]byte) (*http.Response, error) {
+	model := x.UpstreamModel
+	return func(ctx context.Context, b [][]byte) (*http.Response, error) {
+		x.NoteSent(s.now())
+		ctx, span := tracing.Start(ctx, "chat "+model, trace.SpanKindClient, attribute.String("gen_ai.request.model", model))
+		defer span.End()
+		resp, err := s.send(ctx, call, b)
+		if err == nil {
+			x.NoteFirstByte(s.now())
+			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+			if resp.StatusCode >= 400 {
+				span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+			}
+		} else {
+			span.SetStatus(codes.Error, "upstream call failed")
+		}
+		return resp, err
+	}
+}
+
+// refuseBrokenManifest answers the exchange of an agent whose manifest is
+// broken: that must never silently disable governance (issue 3 "The
+// manifest"), so it is refused and the operator told. The runner is told
+// the file and field; the values written there (service URLs, schema
+// references) go to the operator only.
+func (s *Server) refuseBrokenManifest(w http.ResponseWriter, f wire.Format, x *exchange.Exchange) {
+	agent := x.Agent
+	msg := fmt.Sprintf("agent %s: %v; fix the pod and recompile with `claw compile`", agent.ID, agent.ToolsErr)
+	s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
+		e.StatusCode, e.Error = http.StatusInternalServerError, msg
+	})
+	apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest,
+		fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
+}
+
+// countMediated counts the tokens of a mediated exchange as the mediator
+// would present it.
+func (s *Server) countMediated(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange) {
+	p, ok := s.mediator.(exchange.Presenter)
+	if !ok {
+		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
+		return
+	}
+	presented, err := p.Present(x)
+	if err != nil {
+		s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
+		return
+	}
+	s.relayCount(w, r, f, x, presented)
 }
 
 // relayCount sends a token count upstream and relays the answer. A count

@@ -372,12 +372,20 @@ type statusError struct {
 	status int
 	typ    string
 	msg    string
+	// retry: the runner may retry in a second (Retry-After: 1).
+	retry bool
 }
 
 func (e *statusError) Error() string { return e.msg }
 
 func errStatus(status int, typ, msg string) *statusError {
 	return &statusError{status: status, typ: typ, msg: msg}
+}
+
+// retrySoon marks se as one to retry shortly.
+func retrySoon(se *statusError) *statusError {
+	se.retry = true
+	return se
 }
 
 var (
