@@ -34,6 +34,10 @@ const (
 	// InflightBodies is how many bodies of the largest accepted size the
 	// in-flight budget holds when none is configured.
 	InflightBodies = 8
+	// AgentInflightShare is the part of the in-flight budget one agent may
+	// hold when no share is configured (1/AgentInflightShare of it, at
+	// least one body of the largest accepted size).
+	AgentInflightShare = 4
 	// DefaultMaxAgentConcurrency bounds one agent's requests in progress.
 	DefaultMaxAgentConcurrency = 32
 )
@@ -73,6 +77,12 @@ type Config struct {
 	// (CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes). At least
 	// MaxBodyBytes; zero means InflightBodies × MaxBodyBytes.
 	MaxInflightBytes int64
+	// MaxAgentInflightBytes bounds the request bodies one agent's requests
+	// in progress hold together; past it is a 429 with Retry-After
+	// (CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent).
+	// Between MaxBodyBytes and MaxInflightBytes; zero means
+	// MaxInflightBytes / AgentInflightShare, at least MaxBodyBytes.
+	MaxAgentInflightBytes int64
 	// MaxAgentConcurrency bounds one agent's requests in progress; one
 	// more is a 429 with Retry-After (CLLAMA_MAX_CONCURRENT_PER_AGENT /
 	// -max-concurrent-per-agent).
@@ -164,6 +174,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxInflightBytes <= 0 {
 		c.MaxInflightBytes = InflightBodies * c.MaxBodyBytes
 	}
+	if c.MaxAgentInflightBytes <= 0 {
+		c.MaxAgentInflightBytes = max(c.MaxInflightBytes/AgentInflightShare, c.MaxBodyBytes)
+	}
 	if c.MaxAgentConcurrency <= 0 {
 		c.MaxAgentConcurrency = d.MaxAgentConcurrency
 	}
@@ -225,6 +238,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	}
 	size(&c.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES")
 	size(&c.MaxInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES")
+	size(&c.MaxAgentInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
 	count := func(dst *int, key string) {
@@ -288,8 +302,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.MaxInflightBytes > 0 && c.MaxInflightBytes < c.MaxBodyBytes {
-		return c, fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxInflightBytes, c.MaxBodyBytes)
+	if err := c.checkBudgets(); err != nil {
+		return c, err
 	}
 	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
 		return c, fmt.Errorf("CLLAMA_HISTORY_FSYNC / -history-fsync: %w", err)
@@ -311,6 +325,21 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	return c, nil
 }
 
+// checkBudgets checks that the body bounds a setting gives can each admit a
+// body of the size the next one accepts.
+func (c Config) checkBudgets() error {
+	if c.MaxInflightBytes > 0 && c.MaxInflightBytes < c.MaxBodyBytes {
+		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxInflightBytes, c.MaxBodyBytes)
+	}
+	if c.MaxAgentInflightBytes > 0 && c.MaxAgentInflightBytes < c.MaxBodyBytes {
+		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxAgentInflightBytes, c.MaxBodyBytes)
+	}
+	if budget := c.withDefaults().MaxInflightBytes; c.MaxAgentInflightBytes > budget {
+		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent: %d is more than the in-flight budget of all agents (%d, CLLAMA_MAX_INFLIGHT_BYTES)", c.MaxAgentInflightBytes, budget)
+	}
+	return nil
+}
+
 // flags defines on fs a flag for each setting, its default c's value.
 func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ListenAddr, "listen", c.ListenAddr, "listen address (LISTEN_ADDR)")
@@ -325,6 +354,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
+	fs.Int64Var(&c.MaxAgentInflightBytes, "max-inflight-bytes-per-agent", c.MaxAgentInflightBytes, "request bodies one agent's requests in progress may hold together, between -max-body-bytes and -max-inflight-bytes; 0 means a quarter of -max-inflight-bytes, at least -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT)")
 	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
 	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
 	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")

@@ -44,6 +44,25 @@ func TestLoadConfigEnvAndFlags(t *testing.T) {
 	}
 }
 
+// The in-flight budget and one agent's share of it: their defaults, and
+// the share read from the environment.
+func TestLoadConfigAdmissionBounds(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.withDefaults(); d.MaxInflightBytes != 256<<20 || d.MaxAgentInflightBytes != 64<<20 {
+		t.Fatalf("budget %d, per agent %d", d.MaxInflightBytes, d.MaxAgentInflightBytes)
+	}
+	if d := (Config{MaxBodyBytes: 1 << 20}).withDefaults(); d.MaxAgentInflightBytes != 2<<20 {
+		t.Fatalf("with a 1 MiB body limit: per agent %d", d.MaxAgentInflightBytes)
+	}
+	c, err = LoadConfig(nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=100000000"}, io.Discard)
+	if err != nil || c.MaxAgentInflightBytes != 100000000 {
+		t.Fatalf("%v %+v", err, c)
+	}
+}
+
 func TestLoadConfigStoredIDsMax(t *testing.T) {
 	c, err := LoadConfig(nil, []string{"CLLAMA_STORED_IDS_MAX=500"}, io.Discard)
 	if err != nil || c.StoredIDsMax != 500 {
@@ -72,6 +91,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=1e5"}, "CLLAMA_STORED_IDS_MAX"},
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=0"}, "CLLAMA_STORED_IDS_MAX"},
 		{[]string{"-stored-ids-max", "-1"}, nil, "-stored-ids-max"},
+		{nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=1000"}, "less than CLLAMA_MAX_BODY_BYTES"},
+		{nil, []string{"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_MAX_INFLIGHT_BYTES=4000", "CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=5000"}, "more than the in-flight budget"},
 	} {
 		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)

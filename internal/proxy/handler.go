@@ -74,7 +74,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	defer s.admit.leave(agent.ID)
-	body, pb, release, err := s.readBody(w, r)
+	body, pb, release, err := s.readBody(w, r, agent.ID)
 	if err != nil {
 		reject(agent, err)
 		return
@@ -256,54 +256,117 @@ func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Forma
 	})
 }
 
+// bodyStep is the most of the budget a body holds beyond what has arrived
+// of it. A body declared no larger is read in one read into a buffer of
+// its size (pooled from 64 KiB); a larger one grows as it arrives.
+const bodyStep = 1 << 20
+
 // readBody reads the runner's body within MaxBodyBytes, BodyReadTimeout
-// and the in-flight body budget (MaxInflightBytes). release gives the
-// budget back and drops the handler's hold on pb; the caller calls it when
-// the exchange no longer holds the body. pb, when not nil, is the pooled
-// buffer body is in: readers of it that may outlive the handler hold it
-// (upstreamCall.hold), and a body whose bytes may be kept is disowned.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, pb *pooledBody, release func(), err error) {
+// and the in-flight body budget (MaxInflightBytes, agent's share of it
+// MaxAgentInflightBytes). release gives the budget back and drops the
+// handler's hold on pb; the caller calls it when the exchange no longer
+// holds the body. pb, when not nil, is the pooled buffer body is in:
+// readers of it that may outlive the handler hold it
+// (upstreamCall.hold), and a body whose bytes may be kept is disowned. A
+// request without a body reads as a nil body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, agent string) (body []byte, pb *pooledBody, release func(), err error) {
 	none := func() {}
-	max := s.cfg.MaxBodyBytes
-	if r.ContentLength > max {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
 		return nil, nil, none, s.tooLarge()
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
-	if r.ContentLength > 0 {
-		// A declared length within the limit: the server's framing
-		// already stops the body there.
-		n := r.ContentLength
-		if !s.admit.reserve(n) {
-			return nil, nil, none, s.tooBusy()
-		}
-		pb := getBody(n)
-		var buf []byte
-		if pb != nil {
-			buf = pb.b
-		} else {
-			buf = make([]byte, n)
-		}
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			s.admit.release(n)
-			pb.drop()
-			return nil, nil, none, s.bodyError(err)
-		}
-		return buf, pb, func() { s.admit.release(n); pb.drop() }, nil
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil, none, nil
 	}
-	br := &budgetReader{r: http.MaxBytesReader(w, r.Body, max), a: s.admit, limit: max + 1}
-	buf, err := io.ReadAll(br)
-	if err != nil {
-		s.admit.release(br.reserved)
-		if errors.Is(err, errOverBudget) {
-			return nil, nil, none, s.tooBusy()
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	lease := bodyLease{a: s.admit, agent: agent}
+	fail := func(err error) ([]byte, *pooledBody, func(), error) {
+		lease.end()
+		pb.drop()
+		if errors.Is(err, errOverBudget) || errors.Is(err, errAgentOverBudget) {
+			return nil, nil, none, s.overBudget(agent, err)
 		}
 		return nil, nil, none, s.bodyError(err)
 	}
-	held := int64(len(buf))
-	s.admit.release(br.reserved - held) // keep only what the body holds
-	return buf, nil, func() { s.admit.release(held) }, nil
+	if n := r.ContentLength; n > 0 && n <= bodyStep {
+		// The hot path: a small body of declared length (the server's
+		// framing stops it there).
+		if err := lease.grow(n); err != nil {
+			return fail(err)
+		}
+		pb = getBody(n)
+		if pb != nil {
+			body = pb.b
+		} else {
+			body = make([]byte, n)
+		}
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return fail(err)
+		}
+	} else {
+		src, size := io.Reader(r.Body), r.ContentLength
+		if size <= 0 {
+			src, size = http.MaxBytesReader(w, r.Body, limit), limit+1
+		}
+		if body, pb, err = readGrowing(src, size, r.ContentLength > 0, &lease); err != nil {
+			return fail(err)
+		}
+	}
+	n, held := lease.n, pb // copies: the closure allocates nothing more
+	return body, pb, func() { s.admit.release(agent, n); held.drop() }, nil
+}
+
+// readGrowing reads a body of size bytes when known, else of fewer, into
+// a buffer that doubles as bytes arrive (from bodyStep, or poolMinBody
+// when the size is unknown), never past size. The lease grows with the
+// buffer: a body holds of the budget what it sent (a buffer's worth ahead
+// at most), never what it only declared. Buffers of pooled sizes come
+// from the pools; pb is the buffer returned when pooled.
+func readGrowing(src io.Reader, size int64, known bool, lease *bodyLease) (body []byte, pb *pooledBody, err error) {
+	var buf []byte
+	n := int64(0)
+	first := int64(bodyStep)
+	if !known {
+		first = poolMinBody
+	}
+	for {
+		if n == int64(len(buf)) {
+			if n == size {
+				break
+			}
+			grown := min(max(2*n, first), size)
+			if err := lease.grow(grown - n); err != nil {
+				return nil, pb, err
+			}
+			var nb []byte
+			np := getBody(grown)
+			if np != nil {
+				nb = np.b
+			} else {
+				nb = make([]byte, grown)
+			}
+			copy(nb, buf)
+			pb.drop()
+			buf, pb = nb, np
+		}
+		k, err := src.Read(buf[n:])
+		n += int64(k)
+		if err == io.EOF {
+			if known && n < size {
+				return nil, pb, io.ErrUnexpectedEOF
+			}
+			break
+		}
+		if err != nil {
+			return nil, pb, err
+		}
+	}
+	if pb != nil {
+		pb.b = pb.b[:n] // the part a body fills
+	}
+	return buf[:n], pb, nil
 }
 
 func (s *Server) tooLarge() *statusError {

@@ -176,7 +176,7 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	// These routes take no body, but a body sent is relayed as it came
 	// (the Go SDK streams a stored response with a GET whose JSON body
 	// holds "stream": true), once checked to be JSON.
-	body, pb, release, err := s.readBody(w, r)
+	body, pb, release, err := s.readBody(w, r, agent.ID)
 	if err != nil {
 		reject(agent, asStatus(err))
 		return
