@@ -144,7 +144,8 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		Handler:     closeAmbiguous(srv),
 		ConnContext: framingContext,
 		// No ReadTimeout or WriteTimeout: streams run for minutes. The
-		// header read is bounded here, the body by the proxy itself.
+		// header read is bounded here, the body by the proxy itself
+		// (CLLAMA_BODY_READ_TIMEOUT, on every route).
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

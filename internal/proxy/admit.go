@@ -12,7 +12,9 @@ import (
 )
 
 // Every agent of a pod shares one cllama, so one agent must not be able to
-// take its memory or its connections from the others. Three bounds:
+// take its memory or its connections from the others. Every route an agent
+// calls (the model endpoints, /mcp, the model list, the routes on stored
+// objects) goes through the same bounds:
 //
 //   - MaxAgentConcurrency: the requests of one agent in progress at once;
 //     one more is answered 429 with Retry-After.

@@ -25,6 +25,10 @@ const (
 	DefaultStreamIdleTimeout = 2 * time.Minute
 	DefaultBodyReadTimeout   = time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
+	// DefaultMCPMaxBodyBytes bounds an MCP request body (a JSON-RPC
+	// message, far smaller than a model request), when the body limit is
+	// not smaller.
+	DefaultMCPMaxBodyBytes = 4 << 20
 	// DefaultHistoryFsync syncs history files in the background once a
 	// second: an fsync per exchange would add about a millisecond to each.
 	DefaultHistoryFsync = "1s"
@@ -83,10 +87,15 @@ type Config struct {
 	// Between MaxBodyBytes and MaxInflightBytes; zero means
 	// MaxInflightBytes / AgentInflightShare, at least MaxBodyBytes.
 	MaxAgentInflightBytes int64
-	// MaxAgentConcurrency bounds one agent's requests in progress; one
-	// more is a 429 with Retry-After (CLLAMA_MAX_CONCURRENT_PER_AGENT /
-	// -max-concurrent-per-agent).
+	// MaxAgentConcurrency bounds one agent's requests in progress, on
+	// every route; one more is a 429 with Retry-After
+	// (CLLAMA_MAX_CONCURRENT_PER_AGENT / -max-concurrent-per-agent).
 	MaxAgentConcurrency int
+	// MCPMaxBodyBytes bounds a request body on /mcp; larger is a 413
+	// (CLLAMA_MCP_MAX_BODY_BYTES / -mcp-max-body-bytes). At most
+	// MaxBodyBytes; zero means DefaultMCPMaxBodyBytes, or MaxBodyBytes
+	// when smaller.
+	MCPMaxBodyBytes int64
 	// MCPMaxSessions bounds one agent's open MCP sessions on /mcp; one
 	// more closes its least recently used (CLLAMA_MCP_MAX_SESSIONS /
 	// -mcp-max-sessions, default 16). MCPSessionIdle closes a session
@@ -113,8 +122,8 @@ type Config struct {
 	// StreamIdleTimeout bounds the silence between two reads of an upstream
 	// body (CLLAMA_STREAM_IDLE_TIMEOUT / -stream-idle-timeout).
 	StreamIdleTimeout time.Duration
-	// BodyReadTimeout bounds reading the runner's request body
-	// (CLLAMA_BODY_READ_TIMEOUT / -body-read-timeout).
+	// BodyReadTimeout bounds reading the runner's request body, on every
+	// route (CLLAMA_BODY_READ_TIMEOUT / -body-read-timeout).
 	BodyReadTimeout time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM
 	// (CLLAMA_SHUTDOWN_TIMEOUT / -shutdown-timeout).
@@ -176,6 +185,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAgentInflightBytes <= 0 {
 		c.MaxAgentInflightBytes = max(c.MaxInflightBytes/AgentInflightShare, c.MaxBodyBytes)
+	}
+	if c.MCPMaxBodyBytes <= 0 {
+		c.MCPMaxBodyBytes = min(DefaultMCPMaxBodyBytes, c.MaxBodyBytes)
 	}
 	if c.MaxAgentConcurrency <= 0 {
 		c.MaxAgentConcurrency = d.MaxAgentConcurrency
@@ -239,6 +251,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	size(&c.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES")
 	size(&c.MaxInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES")
 	size(&c.MaxAgentInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT")
+	size(&c.MCPMaxBodyBytes, "CLLAMA_MCP_MAX_BODY_BYTES")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
 	count := func(dst *int, key string) {
@@ -337,6 +350,9 @@ func (c Config) checkBudgets() error {
 	if budget := c.withDefaults().MaxInflightBytes; c.MaxAgentInflightBytes > budget {
 		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent: %d is more than the in-flight budget of all agents (%d, CLLAMA_MAX_INFLIGHT_BYTES)", c.MaxAgentInflightBytes, budget)
 	}
+	if c.MCPMaxBodyBytes > c.MaxBodyBytes {
+		return fmt.Errorf("CLLAMA_MCP_MAX_BODY_BYTES / -mcp-max-body-bytes: %d is more than CLLAMA_MAX_BODY_BYTES (%d)", c.MCPMaxBodyBytes, c.MaxBodyBytes)
+	}
 	return nil
 }
 
@@ -355,7 +371,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
 	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
 	fs.Int64Var(&c.MaxAgentInflightBytes, "max-inflight-bytes-per-agent", c.MaxAgentInflightBytes, "request bodies one agent's requests in progress may hold together, between -max-body-bytes and -max-inflight-bytes; 0 means a quarter of -max-inflight-bytes, at least -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT)")
-	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once, on every route (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.Int64Var(&c.MCPMaxBodyBytes, "mcp-max-body-bytes", c.MCPMaxBodyBytes, "largest accepted request body on /mcp, at most -max-body-bytes; 0 means 4 MiB (CLLAMA_MCP_MAX_BODY_BYTES)")
 	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
 	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")

@@ -44,21 +44,21 @@ func TestLoadConfigEnvAndFlags(t *testing.T) {
 	}
 }
 
-// The in-flight budget and one agent's share of it: their defaults, and
-// the share read from the environment.
+// The bounds every route shares: their defaults, and each read from the
+// environment.
 func TestLoadConfigAdmissionBounds(t *testing.T) {
 	c, err := LoadConfig(nil, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.withDefaults(); d.MaxInflightBytes != 256<<20 || d.MaxAgentInflightBytes != 64<<20 {
-		t.Fatalf("budget %d, per agent %d", d.MaxInflightBytes, d.MaxAgentInflightBytes)
+	if d := c.withDefaults(); d.MaxInflightBytes != 256<<20 || d.MaxAgentInflightBytes != 64<<20 || d.MCPMaxBodyBytes != 4<<20 {
+		t.Fatalf("budget %d, per agent %d, MCP body %d", d.MaxInflightBytes, d.MaxAgentInflightBytes, d.MCPMaxBodyBytes)
 	}
-	if d := (Config{MaxBodyBytes: 1 << 20}).withDefaults(); d.MaxAgentInflightBytes != 2<<20 {
-		t.Fatalf("with a 1 MiB body limit: per agent %d", d.MaxAgentInflightBytes)
+	if d := (Config{MaxBodyBytes: 1 << 20}).withDefaults(); d.MaxAgentInflightBytes != 2<<20 || d.MCPMaxBodyBytes != 1<<20 {
+		t.Fatalf("with a 1 MiB body limit: per agent %d, MCP body %d", d.MaxAgentInflightBytes, d.MCPMaxBodyBytes)
 	}
-	c, err = LoadConfig(nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=100000000"}, io.Discard)
-	if err != nil || c.MaxAgentInflightBytes != 100000000 {
+	c, err = LoadConfig(nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=100000000", "CLLAMA_MCP_MAX_BODY_BYTES=65536"}, io.Discard)
+	if err != nil || c.MaxAgentInflightBytes != 100000000 || c.MCPMaxBodyBytes != 65536 {
 		t.Fatalf("%v %+v", err, c)
 	}
 }
@@ -93,6 +93,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{[]string{"-stored-ids-max", "-1"}, nil, "-stored-ids-max"},
 		{nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=1000"}, "less than CLLAMA_MAX_BODY_BYTES"},
 		{nil, []string{"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_MAX_INFLIGHT_BYTES=4000", "CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=5000"}, "more than the in-flight budget"},
+		{nil, []string{"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_MCP_MAX_BODY_BYTES=2000"}, "CLLAMA_MCP_MAX_BODY_BYTES"},
 	} {
 		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)

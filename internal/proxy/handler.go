@@ -74,7 +74,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	defer s.admit.leave(agent.ID)
-	body, pb, release, err := s.readBody(w, r, agent.ID)
+	body, pb, release, err := s.readBody(w, r, agent.ID, s.modelBodies())
 	if err != nil {
 		reject(agent, err)
 		return
@@ -256,39 +256,56 @@ func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Forma
 	})
 }
 
+// bodyLimit is the largest body a route accepts and the setting that
+// says so.
+type bodyLimit struct {
+	max     int64
+	setting string
+}
+
+func (s *Server) modelBodies() bodyLimit {
+	return bodyLimit{s.cfg.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES"}
+}
+
+func (s *Server) mcpBodies() bodyLimit {
+	return bodyLimit{s.cfg.MCPMaxBodyBytes, "CLLAMA_MCP_MAX_BODY_BYTES"}
+}
+
 // bodyStep is the most of the budget a body holds beyond what has arrived
 // of it. A body declared no larger is read in one read into a buffer of
 // its size (pooled from 64 KiB); a larger one grows as it arrives.
 const bodyStep = 1 << 20
 
-// readBody reads the runner's body within MaxBodyBytes, BodyReadTimeout
-// and the in-flight body budget (MaxInflightBytes, agent's share of it
+// readBody reads the runner's body within limit, BodyReadTimeout (the
+// deadline ServeHTTP set) and the in-flight body budget (MaxInflightBytes, agent's share of it
 // MaxAgentInflightBytes). release gives the budget back and drops the
 // handler's hold on pb; the caller calls it when the exchange no longer
 // holds the body. pb, when not nil, is the pooled buffer body is in:
 // readers of it that may outlive the handler hold it
 // (upstreamCall.hold), and a body whose bytes may be kept is disowned. A
 // request without a body reads as a nil body.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, agent string) (body []byte, pb *pooledBody, release func(), err error) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, agent string, limit bodyLimit) (body []byte, pb *pooledBody, release func(), err error) {
 	none := func() {}
-	limit := s.cfg.MaxBodyBytes
-	if r.ContentLength > limit {
-		return nil, nil, none, s.tooLarge()
+	if r.ContentLength > limit.max {
+		return nil, nil, none, s.tooLarge(limit)
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil, none, nil
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
+	// ServeHTTP set the read deadline of a request with a body; once the
+	// body is read it is lifted (an expired one would end the request).
+	defer http.NewResponseController(w).SetReadDeadline(time.Time{})
 	lease := bodyLease{a: s.admit, agent: agent}
 	fail := func(err error) ([]byte, *pooledBody, func(), error) {
 		lease.end()
 		pb.drop()
+		// The rest of the body is not read: the connection closes
+		// after the answer (the server would otherwise wait for it).
+		w.Header().Set("Connection", "close")
 		if errors.Is(err, errOverBudget) || errors.Is(err, errAgentOverBudget) {
 			return nil, nil, none, s.overBudget(agent, err)
 		}
-		return nil, nil, none, s.bodyError(err)
+		return nil, nil, none, s.bodyError(err, limit)
 	}
 	if n := r.ContentLength; n > 0 && n <= bodyStep {
 		// The hot path: a small body of declared length (the server's
@@ -308,7 +325,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, agent string) 
 	} else {
 		src, size := io.Reader(r.Body), r.ContentLength
 		if size <= 0 {
-			src, size = http.MaxBytesReader(w, r.Body, limit), limit+1
+			src, size = http.MaxBytesReader(w, r.Body, limit.max), limit.max+1
 		}
 		if body, pb, err = readGrowing(src, size, r.ContentLength > 0, &lease); err != nil {
 			return fail(err)
@@ -369,16 +386,16 @@ func readGrowing(src io.Reader, size int64, known bool, lease *bodyLease) (body 
 	return buf[:n], pb, nil
 }
 
-func (s *Server) tooLarge() *statusError {
+func (s *Server) tooLarge(limit bodyLimit) *statusError {
 	return errStatus(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
-		fmt.Sprintf("request body exceeds the %d-byte limit (CLLAMA_MAX_BODY_BYTES)", s.cfg.MaxBodyBytes))
+		fmt.Sprintf("request body exceeds the %d-byte limit (%s)", limit.max, limit.setting))
 }
 
-func (s *Server) bodyError(err error) error {
+func (s *Server) bodyError(err error, limit bodyLimit) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return s.tooLarge()
+		return s.tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return errStatus(http.StatusRequestTimeout, apierror.TypeTimeout, "request body was not received in time")
 	default:

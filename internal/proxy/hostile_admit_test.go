@@ -129,7 +129,7 @@ func TestSmallDeclaredBodyIsOneReadIntoAPooledBuffer(t *testing.T) {
 	cr := &countingReader{r: strings.NewReader(strings.Repeat("x", n))}
 	r := httptest.NewRequest(http.MethodPost, pathChat, cr)
 	r.ContentLength = n
-	body, pb, release, err := p.srv.readBody(httptest.NewRecorder(), r, "alice")
+	body, pb, release, err := p.srv.readBody(httptest.NewRecorder(), r, "alice", p.srv.modelBodies())
 	if err != nil || len(body) != n || pb == nil || cr.reads != 1 {
 		t.Fatalf("err %v, %d bytes, pooled %v, %d reads", err, len(body), pb != nil, cr.reads)
 	}

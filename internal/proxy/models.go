@@ -51,6 +51,11 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		reject(nil, asStatus(err))
 		return
 	}
+	if !s.admit.enter(agent.ID) {
+		reject(agent, s.agentBusy(agent.ID))
+		return
+	}
+	defer s.admit.leave(agent.ID)
 	models, err := s.agentModels(r.Context(), agent, fi, r.Header, start)
 	if err != nil {
 		reject(agent, asStatus(err))

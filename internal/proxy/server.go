@@ -266,6 +266,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		w, r = sw, r.WithContext(ctx)
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// Every body is read within BodyReadTimeout of the request's
+		// arrival, by its route (readBody, which then lifts the
+		// deadline) or, for a route that takes none, by the server
+		// discarding it: no body holds a connection open longer.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+	}
 	for i, f := range s.formats {
 		if r.URL.Path == f.Endpoint().Route {
 			s.serveModel(w, r, i, false)
