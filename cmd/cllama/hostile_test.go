@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +33,44 @@ func TestHostileStateURLPasswordNeverOnStderr(t *testing.T) {
 		if strings.Contains(out, c.secret) || !strings.Contains(out, "CLLAMA_STATE_URL") {
 			t.Errorf("%s: printed %q", c.url, out)
 		}
+	}
+}
+
+// The agent listener's connection timeouts are cllama's settings: a
+// header sent slowly, and a kept-alive connection left idle, are closed
+// after CLLAMA_READ_HEADER_TIMEOUT and CLLAMA_IDLE_TIMEOUT.
+func TestHostileConnectionTimeoutsAreConfigured(t *testing.T) {
+	p := startMCPPod(t, "CLLAMA_READ_HEADER_TIMEOUT=200ms", "CLLAMA_IDLE_TIMEOUT=200ms")
+	addr := strings.TrimPrefix(p.base, "http://")
+	closedWithin := func(c net.Conn, d time.Duration) bool {
+		_ = c.SetReadDeadline(time.Now().Add(d))
+		_, err := io.Copy(io.Discard, c)
+		var ne net.Error
+		return !(errors.As(err, &ne) && ne.Timeout())
+	}
+
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	_, _ = io.WriteString(slow, "GET /health HTTP/1.1\r\nHost: cllama\r\n") // and no end of header
+	if !closedWithin(slow, 5*time.Second) {
+		t.Fatal("a header still unfinished after 5s holds its connection (CLLAMA_READ_HEADER_TIMEOUT=200ms)")
+	}
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	_, _ = io.WriteString(idle, "GET /health HTTP/1.1\r\nHost: cllama\r\n\r\n")
+	res, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("health: %v %v", res, err)
+	}
+	if !closedWithin(idle, 5*time.Second) {
+		t.Fatal("a connection idle for 5s is still open (CLLAMA_IDLE_TIMEOUT=200ms)")
 	}
 }
 

@@ -25,6 +25,11 @@ const (
 	DefaultStreamIdleTimeout = 2 * time.Minute
 	DefaultBodyReadTimeout   = time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds the read of a request's header, and
+	// DefaultIdleTimeout a kept-alive connection's wait for its next
+	// request.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
 	// DefaultMCPMaxBodyBytes bounds an MCP request body (a JSON-RPC
 	// message, far smaller than a model request), when the body limit is
 	// not smaller.
@@ -125,6 +130,12 @@ type Config struct {
 	// BodyReadTimeout bounds reading the runner's request body, on every
 	// route (CLLAMA_BODY_READ_TIMEOUT / -body-read-timeout).
 	BodyReadTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's header
+	// (CLLAMA_READ_HEADER_TIMEOUT / -read-header-timeout), IdleTimeout a
+	// kept-alive connection's wait for its next request
+	// (CLLAMA_IDLE_TIMEOUT / -idle-timeout).
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM
 	// (CLLAMA_SHUTDOWN_TIMEOUT / -shutdown-timeout).
 	ShutdownTimeout time.Duration
@@ -166,6 +177,8 @@ func DefaultConfig() Config {
 		FirstByteTimeout:    DefaultFirstByteTimeout,
 		StreamIdleTimeout:   DefaultStreamIdleTimeout,
 		BodyReadTimeout:     DefaultBodyReadTimeout,
+		ReadHeaderTimeout:   DefaultReadHeaderTimeout,
+		IdleTimeout:         DefaultIdleTimeout,
 		ShutdownTimeout:     DefaultShutdownTimeout,
 		HistoryFsync:        DefaultHistoryFsync,
 		StoredIDsMax:        DefaultStoredIDsMax,
@@ -200,6 +213,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyReadTimeout <= 0 {
 		c.BodyReadTimeout = d.BodyReadTimeout
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = d.IdleTimeout
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
@@ -278,6 +297,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	dur(&c.FirstByteTimeout, "CLLAMA_FIRST_BYTE_TIMEOUT")
 	dur(&c.StreamIdleTimeout, "CLLAMA_STREAM_IDLE_TIMEOUT")
 	dur(&c.BodyReadTimeout, "CLLAMA_BODY_READ_TIMEOUT")
+	dur(&c.ReadHeaderTimeout, "CLLAMA_READ_HEADER_TIMEOUT")
+	dur(&c.IdleTimeout, "CLLAMA_IDLE_TIMEOUT")
 	dur(&c.ShutdownTimeout, "CLLAMA_SHUTDOWN_TIMEOUT")
 	dur(&c.MCPSessionIdle, "CLLAMA_MCP_SESSION_IDLE")
 	if err := errors.Join(errs...); err != nil {
@@ -332,7 +353,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("-continuity-max-bytes, -continuity-max-entry-bytes: must be >= 0")
 	case c.StoredIDsMax <= 0:
 		return c, fmt.Errorf("-stored-ids-max: must be > 0")
-	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0:
+	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0,
+		c.ReadHeaderTimeout <= 0, c.IdleTimeout <= 0:
 		return c, fmt.Errorf("timeouts must be > 0")
 	}
 	return c, nil
@@ -381,6 +403,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
 	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", c.ReadHeaderTimeout, "time allowed to read a request's header (CLLAMA_READ_HEADER_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "how long a kept-alive connection may wait for its next request (CLLAMA_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 }
