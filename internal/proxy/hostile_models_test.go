@@ -52,6 +52,56 @@ func listModels(t *testing.T, p *pod, ctx context.Context, token string) int {
 	return res.StatusCode
 }
 
+// Concurrent lists of one provider share one upstream call with the
+// provider's key, whether it succeeds or fails; a failure is remembered
+// briefly, then the list is asked for again.
+func TestHostileConcurrentModelListsShareOneUpstreamCall(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusInternalServerError} {
+		p, calls, release, clock := modelsPod(t, status)
+		const n = 20
+		codes := make(chan int, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes <- listModels(t, p, context.Background(), aliceToken)
+			}()
+		}
+		waitFor(t, "the first upstream call", func() bool { return calls.Load() > 0 })
+		// The others in progress too, then the fetch ends. (Any that
+		// arrive later find its result cached.)
+		for deadline := time.Now().Add(5 * time.Second); p.srv.admit.requestsOf("alice") < n && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
+		}
+		release()
+		wg.Wait()
+		close(codes)
+		want := http.StatusOK
+		if status != http.StatusOK {
+			want = http.StatusBadGateway
+		}
+		for code := range codes {
+			if code != want {
+				t.Fatalf("provider %d: a list ended %d, want %d", status, code, want)
+			}
+		}
+		if got := calls.Load(); got != 1 {
+			t.Fatalf("provider %d: %d concurrent lists made %d upstream calls, want 1", status, n, got)
+		}
+		if status == http.StatusOK {
+			continue
+		}
+		if code := listModels(t, p, context.Background(), aliceToken); code != http.StatusBadGateway || calls.Load() != 1 {
+			t.Fatalf("within %s of a failure: %d after %d calls, want the failure remembered", modelListFailTTL, code, calls.Load())
+		}
+		clock.Add(int64(modelListFailTTL))
+		if code := listModels(t, p, context.Background(), aliceToken); code != http.StatusBadGateway || calls.Load() != 2 {
+			t.Fatalf("%s after a failure: %d after %d calls, want the list asked for again", modelListFailTTL, code, calls.Load())
+		}
+	}
+}
+
 // GET /v1/models counts in the agent's requests in progress.
 func TestHostileModelListsAreAdmitted(t *testing.T) {
 	p, _, release, _ := modelsPod(t, http.StatusOK, func(c *Config, _ *Options) { c.MaxAgentConcurrency = 2 })
