@@ -144,9 +144,10 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		Handler:     closeAmbiguous(srv),
 		ConnContext: framingContext,
 		// No ReadTimeout or WriteTimeout: streams run for minutes. The
-		// header read is bounded here, the body by the proxy itself.
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// header read is bounded here, the body by the proxy itself
+		// (CLLAMA_BODY_READ_TIMEOUT, on every route).
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
 	// Open MCP sessions hold event streams that would outlast any drain:

@@ -123,7 +123,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	decorator := feeds.New(feeds.Options{Recorder: st.rec})
 	st.broker = broker.New(broker.Options{Runner: st.executor, Events: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
-		Version: version.String("cllama")})
+		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
 	st.opts = proxy.Options{
 		Broker:    st.broker,
 		Owners:    st.owners,

@@ -3,7 +3,6 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -13,27 +12,36 @@ import (
 )
 
 // Every agent of a pod shares one cllama, so one agent must not be able to
-// take its memory or its connections from the others. Two bounds, checked
-// before a request's body is read:
+// take its memory or its connections from the others. Every route an agent
+// calls (the model endpoints, /mcp, the model list, the routes on stored
+// objects) goes through the same bounds:
 //
-//   - MaxInflightBytes: the request bodies held by requests in progress,
-//     all agents together (a body stays in memory until its exchange
-//     ends). A request that would pass it is answered 503 with
-//     Retry-After instead of being read.
 //   - MaxAgentConcurrency: the requests of one agent in progress at once;
 //     one more is answered 429 with Retry-After.
+//   - MaxInflightBytes: the request bodies held by requests in progress,
+//     all agents together (a body stays in memory until its exchange
+//     ends). A body that would pass it is answered 503 with Retry-After.
+//   - MaxAgentInflightBytes: the share of that budget one agent's bodies
+//     may hold; past it is a 429 with Retry-After, and the rest of the
+//     budget stays for the other agents.
 //
-// Both answers are in the endpoint's format and are audit error events.
+// A body holds the budget by what has arrived, not by what it declares:
+// as it is read, it takes the budget in steps (readBody), so a runner
+// that declares large bodies and sends them slowly holds little. Its read
+// is bounded in time by BodyReadTimeout.
+//
+// The answers are in the endpoint's format and are audit error events.
 
 // admission counts what requests in progress hold. It is safe for
 // concurrent use.
 type admission struct {
-	maxBytes int64
-	perAgent int
+	maxBytes      int64
+	maxAgentBytes int64
+	perAgent      int
 
 	mu     sync.Mutex
 	bytes  int64
-	agents map[string]int
+	agents map[string]agentLoad
 
 	// After a spike of large bodies the Go runtime keeps the memory they
 	// took until a collection, which an idle proxy may not run for
@@ -63,19 +71,37 @@ const (
 	trimEvery  = 10 * time.Second
 )
 
-func newAdmission(maxBytes int64, perAgent int) *admission {
-	return &admission{maxBytes: maxBytes, perAgent: perAgent, agents: map[string]int{},
+// agentLoad is what one agent's requests in progress hold.
+type agentLoad struct {
+	requests int
+	bytes    int64
+}
+
+func newAdmission(maxBytes, maxAgentBytes int64, perAgent int) *admission {
+	return &admission{maxBytes: maxBytes, maxAgentBytes: maxAgentBytes, perAgent: perAgent, agents: map[string]agentLoad{},
 		trim: debug.FreeOSMemory, now: time.Now, idleAfter: trimEvery}
+}
+
+// set records what agent holds, forgetting an agent that holds nothing;
+// the caller holds a.mu.
+func (a *admission) set(agent string, l agentLoad) {
+	if l.requests <= 0 && l.bytes <= 0 {
+		delete(a.agents, agent)
+		return
+	}
+	a.agents[agent] = l
 }
 
 // enter takes one of the agent's request slots.
 func (a *admission) enter(agent string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.agents[agent] >= a.perAgent {
+	l := a.agents[agent]
+	if l.requests >= a.perAgent {
 		return false
 	}
-	a.agents[agent]++
+	l.requests++
+	a.set(agent, l)
 	a.inProgress++
 	a.served = true
 	if a.idleTimer != nil {
@@ -89,9 +115,9 @@ func (a *admission) enter(agent string) bool {
 func (a *admission) leave(agent string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.agents[agent]--; a.agents[agent] <= 0 {
-		delete(a.agents, agent)
-	}
+	l := a.agents[agent]
+	l.requests--
+	a.set(agent, l)
 	if a.inProgress--; a.inProgress == 0 {
 		if a.idleTimer == nil {
 			a.idleTimer = time.AfterFunc(a.idleAfter, a.trimIdle)
@@ -134,22 +160,34 @@ func (a *admission) trimIdle() {
 	}
 }
 
-// reserve takes n bytes of the body budget.
-func (a *admission) reserve(n int64) bool {
+// reserve takes n bytes of the body budget for agent: errOverBudget when
+// all bodies together would hold more than the budget, errAgentOverBudget
+// when the agent's would hold more than its share.
+func (a *admission) reserve(agent string, n int64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.bytes+n > a.maxBytes {
-		return false
+	l := a.agents[agent]
+	switch {
+	case a.bytes+n > a.maxBytes:
+		return errOverBudget
+	case l.bytes+n > a.maxAgentBytes:
+		return errAgentOverBudget
 	}
+	l.bytes += n
+	a.set(agent, l)
 	a.bytes += n
 	a.peak = max(a.peak, a.bytes)
-	return true
+	return nil
 }
 
-// release gives n bytes back, and schedules a trim when a spike drained.
-func (a *admission) release(n int64) {
+// release gives n bytes of agent's back, and schedules a trim when a
+// spike drained.
+func (a *admission) release(agent string, n int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	l := a.agents[agent]
+	l.bytes -= n
+	a.set(agent, l)
 	a.bytes -= n
 	if a.peak < spikeBytes || a.bytes > a.peak/8 || a.trimTimer != nil {
 		return
@@ -170,44 +208,48 @@ func (a *admission) inFlight() int64 {
 	return a.bytes
 }
 
-// errOverBudget is returned while reading a body the budget cannot hold.
-var errOverBudget = errors.New("in-flight body budget exhausted")
+// errOverBudget and errAgentOverBudget are returned while reading a body
+// the budget, or the agent's share of it, cannot hold.
+var (
+	errOverBudget      = errors.New("in-flight body budget exhausted")
+	errAgentOverBudget = errors.New("the agent's share of the in-flight body budget exhausted")
+)
 
-// budgetStep is how much of the budget a body of unknown length takes at a
-// time while it is read.
-const budgetStep = 1 << 20
-
-// budgetReader reads a body of unknown length, taking budget a step ahead
-// of what it has read.
-type budgetReader struct {
-	r io.Reader
-	a *admission
-	// limit is the most the body may be (the reader after it fails
-	// past it): no step is taken beyond it.
-	limit    int64
-	read     int64
-	reserved int64
+// bodyLease is the budget one body holds.
+type bodyLease struct {
+	a     *admission
+	agent string
+	n     int64
 }
 
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if len(p) > 0 && b.read == b.reserved {
-		step := min(budgetStep, max(b.limit-b.reserved, 1))
-		if !b.a.reserve(step) {
-			return 0, errOverBudget
-		}
-		b.reserved += step
+// grow takes n more bytes.
+func (l *bodyLease) grow(n int64) error {
+	if err := l.a.reserve(l.agent, n); err != nil {
+		return err
 	}
-	n, err := b.r.Read(p[:min(int64(len(p)), b.reserved-b.read)])
-	b.read += int64(n)
-	return n, err
+	l.n += n
+	return nil
 }
 
-func (s *Server) tooBusy() *statusError {
-	return errStatus(http.StatusServiceUnavailable, apierror.TypeOverloaded,
-		fmt.Sprintf("cllama is holding as many request bodies as it may (%d bytes in flight, CLLAMA_MAX_INFLIGHT_BYTES); retry shortly", s.cfg.MaxInflightBytes))
+// end gives the budget back.
+func (l *bodyLease) end() {
+	if l.n != 0 {
+		l.a.release(l.agent, l.n)
+		l.n = 0
+	}
+}
+
+// overBudget is the answer to a body the budget could not hold.
+func (s *Server) overBudget(agent string, err error) *statusError {
+	if errors.Is(err, errAgentOverBudget) {
+		return retrySoon(errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
+			fmt.Sprintf("agent %s already holds as many request bodies in progress as one agent may (%d bytes, CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentInflightBytes)))
+	}
+	return retrySoon(errStatus(http.StatusServiceUnavailable, apierror.TypeOverloaded,
+		fmt.Sprintf("cllama is holding as many request bodies as it may (%d bytes in flight, CLLAMA_MAX_INFLIGHT_BYTES); retry shortly", s.cfg.MaxInflightBytes)))
 }
 
 func (s *Server) agentBusy(agent string) *statusError {
-	return errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
-		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentConcurrency))
+	return retrySoon(errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
+		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentConcurrency)))
 }

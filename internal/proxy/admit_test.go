@@ -90,7 +90,11 @@ func TestAgentConcurrencyLimit(t *testing.T) {
 // whether it declares its length or not, and the budget comes back when
 // requests end.
 func TestInflightBodyBudget(t *testing.T) {
-	p, arrived, release := heldPod(t, func(c *Config, _ *Options) { c.MaxBodyBytes, c.MaxInflightBytes = 4000, 6000 })
+	// One agent may hold the whole budget here (its share is
+	// TestHostileOneAgentHoldsAtMostItsShare's).
+	p, arrived, release := heldPod(t, func(c *Config, _ *Options) {
+		c.MaxBodyBytes, c.MaxInflightBytes, c.MaxAgentInflightBytes = 4000, 6000, 6000
+	})
 	done := make(chan int, 1)
 	go func() {
 		res := p.post(t, pathChat, sizedBody(4000))
@@ -134,35 +138,35 @@ func TestInflightBodyBudget(t *testing.T) {
 // A spike of large bodies that has drained gives its memory back to the
 // OS (once, not per request); steady small traffic never does.
 func TestAdmissionTrimsAfterASpike(t *testing.T) {
-	a := newAdmission(1<<30, 100)
+	a := newAdmission(1<<30, 1<<30, 100)
 	trims := make(chan struct{}, 10)
 	a.trim = func() { trims <- struct{}{} }
 	clock := time.Now()
 	a.now = func() time.Time { return clock }
 
 	for range 1000 { // small bodies: never a spike
-		a.reserve(1 << 20)
-		a.release(1 << 20)
+		a.reserve("alice", 1<<20)
+		a.release("alice", 1<<20)
 	}
 	for range 3 {
-		a.reserve(30 << 20)
+		a.reserve("alice", 30<<20)
 	}
-	a.release(30 << 20)
-	a.release(30 << 20) // 30 MiB still held: more than an eighth of the peak
+	a.release("alice", 30<<20)
+	a.release("alice", 30<<20) // 30 MiB still held: more than an eighth of the peak
 	select {
 	case <-trims:
 		t.Fatal("trimmed while the spike is still held")
 	case <-time.After(50 * time.Millisecond):
 	}
-	a.release(30 << 20)
+	a.release("alice", 30<<20)
 	select {
 	case <-trims:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no trim after the spike drained")
 	}
 	// Another spike at once: the trim waits for trimEvery.
-	a.reserve(90 << 20)
-	a.release(90 << 20)
+	a.reserve("alice", 90<<20)
+	a.release("alice", 90<<20)
 	select {
 	case <-trims:
 		t.Fatal("trimmed twice within trimEvery")
@@ -180,7 +184,7 @@ func TestAdmissionTrimsAfterASpike(t *testing.T) {
 // once: not while a request is in progress, not again while nothing was
 // served, and not more often than the spike's trim.
 func TestAdmissionTrimsOnceIdle(t *testing.T) {
-	a := newAdmission(1<<30, 100)
+	a := newAdmission(1<<30, 1<<30, 100)
 	a.idleAfter = 20 * time.Millisecond
 	trims := make(chan struct{}, 10)
 	a.trim = func() { trims <- struct{}{} }

@@ -25,6 +25,15 @@ const (
 	DefaultStreamIdleTimeout = 2 * time.Minute
 	DefaultBodyReadTimeout   = time.Minute
 	DefaultShutdownTimeout   = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds the read of a request's header, and
+	// DefaultIdleTimeout a kept-alive connection's wait for its next
+	// request.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	// DefaultMCPMaxBodyBytes bounds an MCP request body (a JSON-RPC
+	// message, far smaller than a model request), when the body limit is
+	// not smaller.
+	DefaultMCPMaxBodyBytes = 4 << 20
 	// DefaultHistoryFsync syncs history files in the background once a
 	// second: an fsync per exchange would add about a millisecond to each.
 	DefaultHistoryFsync = "1s"
@@ -37,6 +46,10 @@ const (
 	// InflightBodies is how many bodies of the largest accepted size the
 	// in-flight budget holds when none is configured.
 	InflightBodies = 8
+	// AgentInflightShare is the part of the in-flight budget one agent may
+	// hold when no share is configured (1/AgentInflightShare of it, at
+	// least one body of the largest accepted size).
+	AgentInflightShare = 4
 	// DefaultMaxAgentConcurrency bounds one agent's requests in progress.
 	DefaultMaxAgentConcurrency = 32
 )
@@ -76,10 +89,21 @@ type Config struct {
 	// (CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes). At least
 	// MaxBodyBytes; zero means InflightBodies × MaxBodyBytes.
 	MaxInflightBytes int64
-	// MaxAgentConcurrency bounds one agent's requests in progress; one
-	// more is a 429 with Retry-After (CLLAMA_MAX_CONCURRENT_PER_AGENT /
-	// -max-concurrent-per-agent).
+	// MaxAgentInflightBytes bounds the request bodies one agent's requests
+	// in progress hold together; past it is a 429 with Retry-After
+	// (CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent).
+	// Between MaxBodyBytes and MaxInflightBytes; zero means
+	// MaxInflightBytes / AgentInflightShare, at least MaxBodyBytes.
+	MaxAgentInflightBytes int64
+	// MaxAgentConcurrency bounds one agent's requests in progress, on
+	// every route; one more is a 429 with Retry-After
+	// (CLLAMA_MAX_CONCURRENT_PER_AGENT / -max-concurrent-per-agent).
 	MaxAgentConcurrency int
+	// MCPMaxBodyBytes bounds a request body on /mcp; larger is a 413
+	// (CLLAMA_MCP_MAX_BODY_BYTES / -mcp-max-body-bytes). At most
+	// MaxBodyBytes; zero means DefaultMCPMaxBodyBytes, or MaxBodyBytes
+	// when smaller.
+	MCPMaxBodyBytes int64
 	// MCPMaxSessions bounds one agent's open MCP sessions on /mcp; one
 	// more closes its least recently used (CLLAMA_MCP_MAX_SESSIONS /
 	// -mcp-max-sessions, default 16). MCPSessionIdle closes a session
@@ -106,9 +130,15 @@ type Config struct {
 	// StreamIdleTimeout bounds the silence between two reads of an upstream
 	// body (CLLAMA_STREAM_IDLE_TIMEOUT / -stream-idle-timeout).
 	StreamIdleTimeout time.Duration
-	// BodyReadTimeout bounds reading the runner's request body
-	// (CLLAMA_BODY_READ_TIMEOUT / -body-read-timeout).
+	// BodyReadTimeout bounds reading the runner's request body, on every
+	// route (CLLAMA_BODY_READ_TIMEOUT / -body-read-timeout).
 	BodyReadTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's header
+	// (CLLAMA_READ_HEADER_TIMEOUT / -read-header-timeout), IdleTimeout a
+	// kept-alive connection's wait for its next request
+	// (CLLAMA_IDLE_TIMEOUT / -idle-timeout).
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM
 	// (CLLAMA_SHUTDOWN_TIMEOUT / -shutdown-timeout).
 	ShutdownTimeout time.Duration
@@ -156,6 +186,8 @@ func DefaultConfig() Config {
 		FirstByteTimeout:    DefaultFirstByteTimeout,
 		StreamIdleTimeout:   DefaultStreamIdleTimeout,
 		BodyReadTimeout:     DefaultBodyReadTimeout,
+		ReadHeaderTimeout:   DefaultReadHeaderTimeout,
+		IdleTimeout:         DefaultIdleTimeout,
 		ShutdownTimeout:     DefaultShutdownTimeout,
 		HistoryFsync:        DefaultHistoryFsync,
 		UpstreamClient:      UpstreamH1,
@@ -174,6 +206,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxInflightBytes <= 0 {
 		c.MaxInflightBytes = InflightBodies * c.MaxBodyBytes
 	}
+	if c.MaxAgentInflightBytes <= 0 {
+		c.MaxAgentInflightBytes = max(c.MaxInflightBytes/AgentInflightShare, c.MaxBodyBytes)
+	}
+	if c.MCPMaxBodyBytes <= 0 {
+		c.MCPMaxBodyBytes = min(DefaultMCPMaxBodyBytes, c.MaxBodyBytes)
+	}
 	if c.MaxAgentConcurrency <= 0 {
 		c.MaxAgentConcurrency = d.MaxAgentConcurrency
 	}
@@ -185,6 +223,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyReadTimeout <= 0 {
 		c.BodyReadTimeout = d.BodyReadTimeout
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = d.IdleTimeout
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
@@ -236,6 +280,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	}
 	size(&c.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES")
 	size(&c.MaxInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES")
+	size(&c.MaxAgentInflightBytes, "CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT")
+	size(&c.MCPMaxBodyBytes, "CLLAMA_MCP_MAX_BODY_BYTES")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
 	count := func(dst *int, key string) {
@@ -262,6 +308,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	dur(&c.FirstByteTimeout, "CLLAMA_FIRST_BYTE_TIMEOUT")
 	dur(&c.StreamIdleTimeout, "CLLAMA_STREAM_IDLE_TIMEOUT")
 	dur(&c.BodyReadTimeout, "CLLAMA_BODY_READ_TIMEOUT")
+	dur(&c.ReadHeaderTimeout, "CLLAMA_READ_HEADER_TIMEOUT")
+	dur(&c.IdleTimeout, "CLLAMA_IDLE_TIMEOUT")
 	dur(&c.ShutdownTimeout, "CLLAMA_SHUTDOWN_TIMEOUT")
 	dur(&c.MCPSessionIdle, "CLLAMA_MCP_SESSION_IDLE")
 	if err := errors.Join(errs...); err != nil {
@@ -295,35 +343,12 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 
 	fs := flag.NewFlagSet("cllama", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.ListenAddr, "listen", c.ListenAddr, "listen address (LISTEN_ADDR)")
-	fs.StringVar(&c.ContextRoot, "context-root", c.ContextRoot, "per-agent context directory (CLAW_CONTEXT_ROOT)")
-	fs.StringVar(&c.AuthDir, "auth-dir", c.AuthDir, "directory holding providers.json (CLAW_AUTH_DIR)")
-	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
-	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
-	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
-	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
-	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
-	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
-	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
-	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
-	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
-	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
-	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
-	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
-	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
-	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
-	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
-	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&c.UpstreamClient, "upstream-client", c.UpstreamClient, "HTTP client of cleartext upstreams: h1 or net/http (CLLAMA_UPSTREAM_CLIENT)")
-	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
+	c.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.MaxInflightBytes > 0 && c.MaxInflightBytes < c.MaxBodyBytes {
-		return c, fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxInflightBytes, c.MaxBodyBytes)
+	if err := c.checkBudgets(); err != nil {
+		return c, err
 	}
 	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
 		return c, fmt.Errorf("CLLAMA_HISTORY_FSYNC / -history-fsync: %w", err)
@@ -344,10 +369,61 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("-continuity-max-bytes, -continuity-max-entry-bytes: must be >= 0")
 	case c.StoredIDsMax <= 0:
 		return c, fmt.Errorf("-stored-ids-max: must be > 0")
-	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0:
+	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0,
+		c.ReadHeaderTimeout <= 0, c.IdleTimeout <= 0:
 		return c, fmt.Errorf("timeouts must be > 0")
 	}
 	return c, nil
+}
+
+// checkBudgets checks that the body bounds a setting gives can each admit a
+// body of the size the next one accepts.
+func (c Config) checkBudgets() error {
+	if c.MaxInflightBytes > 0 && c.MaxInflightBytes < c.MaxBodyBytes {
+		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES / -max-inflight-bytes: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxInflightBytes, c.MaxBodyBytes)
+	}
+	if c.MaxAgentInflightBytes > 0 && c.MaxAgentInflightBytes < c.MaxBodyBytes {
+		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent: %d is less than CLLAMA_MAX_BODY_BYTES (%d), so a request of the largest accepted size could never be admitted; raise it or lower the body limit", c.MaxAgentInflightBytes, c.MaxBodyBytes)
+	}
+	if budget := c.withDefaults().MaxInflightBytes; c.MaxAgentInflightBytes > budget {
+		return fmt.Errorf("CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT / -max-inflight-bytes-per-agent: %d is more than the in-flight budget of all agents (%d, CLLAMA_MAX_INFLIGHT_BYTES)", c.MaxAgentInflightBytes, budget)
+	}
+	if c.MCPMaxBodyBytes > c.MaxBodyBytes {
+		return fmt.Errorf("CLLAMA_MCP_MAX_BODY_BYTES / -mcp-max-body-bytes: %d is more than CLLAMA_MAX_BODY_BYTES (%d)", c.MCPMaxBodyBytes, c.MaxBodyBytes)
+	}
+	return nil
+}
+
+// flags defines on fs a flag for each setting, its default c's value.
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ListenAddr, "listen", c.ListenAddr, "listen address (LISTEN_ADDR)")
+	fs.StringVar(&c.ContextRoot, "context-root", c.ContextRoot, "per-agent context directory (CLAW_CONTEXT_ROOT)")
+	fs.StringVar(&c.AuthDir, "auth-dir", c.AuthDir, "directory holding providers.json (CLAW_AUTH_DIR)")
+	fs.StringVar(&c.HistoryDir, "history-dir", c.HistoryDir, "session history directory; empty disables history (CLAW_SESSION_HISTORY_DIR)")
+	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
+	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
+	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
+	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
+	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest accepted request body (CLLAMA_MAX_BODY_BYTES)")
+	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
+	fs.Int64Var(&c.MaxAgentInflightBytes, "max-inflight-bytes-per-agent", c.MaxAgentInflightBytes, "request bodies one agent's requests in progress may hold together, between -max-body-bytes and -max-inflight-bytes; 0 means a quarter of -max-inflight-bytes, at least -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT)")
+	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once, on every route (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.Int64Var(&c.MCPMaxBodyBytes, "mcp-max-body-bytes", c.MCPMaxBodyBytes, "largest accepted request body on /mcp, at most -max-body-bytes; 0 means 4 MiB (CLLAMA_MCP_MAX_BODY_BYTES)")
+	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
+	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
+	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
+	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
+	fs.DurationVar(&c.FirstByteTimeout, "first-byte-timeout", c.FirstByteTimeout, "wait for upstream response headers (CLLAMA_FIRST_BYTE_TIMEOUT)")
+	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", c.StreamIdleTimeout, "longest silence of an upstream body (CLLAMA_STREAM_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", c.BodyReadTimeout, "time allowed to read a request body (CLLAMA_BODY_READ_TIMEOUT)")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", c.ReadHeaderTimeout, "time allowed to read a request's header (CLLAMA_READ_HEADER_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "how long a kept-alive connection may wait for its next request (CLLAMA_IDLE_TIMEOUT)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.UpstreamClient, "upstream-client", c.UpstreamClient, "HTTP client of cleartext upstreams: h1 or net/http (CLLAMA_UPSTREAM_CLIENT)")
+	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 }
 
 // ContinuityDir is where cllama keeps state across restarts (the mediation

@@ -44,6 +44,29 @@ func TestLoadConfigEnvAndFlags(t *testing.T) {
 	}
 }
 
+// The bounds every route shares: their defaults, and each read from the
+// environment.
+func TestLoadConfigAdmissionBounds(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReadHeaderTimeout != 10*time.Second || c.IdleTimeout != 2*time.Minute {
+		t.Fatalf("connection timeouts %s, %s", c.ReadHeaderTimeout, c.IdleTimeout)
+	}
+	if d := c.withDefaults(); d.MaxInflightBytes != 256<<20 || d.MaxAgentInflightBytes != 64<<20 || d.MCPMaxBodyBytes != 4<<20 {
+		t.Fatalf("budget %d, per agent %d, MCP body %d", d.MaxInflightBytes, d.MaxAgentInflightBytes, d.MCPMaxBodyBytes)
+	}
+	if d := (Config{MaxBodyBytes: 1 << 20}).withDefaults(); d.MaxAgentInflightBytes != 2<<20 || d.MCPMaxBodyBytes != 1<<20 {
+		t.Fatalf("with a 1 MiB body limit: per agent %d, MCP body %d", d.MaxAgentInflightBytes, d.MCPMaxBodyBytes)
+	}
+	c, err = LoadConfig(nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=100000000", "CLLAMA_MCP_MAX_BODY_BYTES=65536",
+		"CLLAMA_READ_HEADER_TIMEOUT=3s", "CLLAMA_IDLE_TIMEOUT=1m"}, io.Discard)
+	if err != nil || c.MaxAgentInflightBytes != 100000000 || c.MCPMaxBodyBytes != 65536 || c.ReadHeaderTimeout != 3*time.Second || c.IdleTimeout != time.Minute {
+		t.Fatalf("%v %+v", err, c)
+	}
+}
+
 func TestLoadConfigStoredIDsMax(t *testing.T) {
 	c, err := LoadConfig(nil, []string{"CLLAMA_STORED_IDS_MAX=500"}, io.Discard)
 	if err != nil || c.StoredIDsMax != 500 {
@@ -87,6 +110,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=0"}, "CLLAMA_STORED_IDS_MAX"},
 		{[]string{"-stored-ids-max", "-1"}, nil, "-stored-ids-max"},
 		{nil, []string{"CLLAMA_UPSTREAM_CLIENT=curl"}, `use "h1" (the default) or "net/http"`},
+		{nil, []string{"CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=1000"}, "less than CLLAMA_MAX_BODY_BYTES"},
+		{nil, []string{"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_MAX_INFLIGHT_BYTES=4000", "CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT=5000"}, "more than the in-flight budget"},
+		{nil, []string{"CLLAMA_MAX_BODY_BYTES=1000", "CLLAMA_MCP_MAX_BODY_BYTES=2000"}, "CLLAMA_MCP_MAX_BODY_BYTES"},
+		{nil, []string{"CLLAMA_READ_HEADER_TIMEOUT=10"}, "CLLAMA_READ_HEADER_TIMEOUT"},
+		{[]string{"-idle-timeout", "0s"}, nil, "timeouts must be > 0"},
 	} {
 		if _, err := LoadConfig(tc.args, tc.env, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: err %v, want %q", tc.args, tc.env, err, tc.want)

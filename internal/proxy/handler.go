@@ -24,6 +24,9 @@ import (
 )
 
 func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
+	if se.retry {
+		w.Header().Set("Retry-After", "1")
+	}
 	apierror.Write(w, f, se.status, se.typ, se.msg)
 }
 
@@ -67,16 +70,12 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	if !s.admit.enter(agent.ID) {
-		w.Header().Set("Retry-After", "1")
 		reject(agent, s.agentBusy(agent.ID))
 		return
 	}
 	defer s.admit.leave(agent.ID)
-	body, pb, release, err := s.readBody(w, r)
+	body, pb, release, err := s.readBody(w, r, agent.ID, s.modelBodies())
 	if err != nil {
-		if se := asStatus(err); se.status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
 		reject(agent, err)
 		return
 	}
@@ -139,22 +138,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		span.SetAttributes(attribute.String("claw.agent", agent.ID), attribute.String("claw.format", string(format)),
 			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider))
 	}
-	sendParts := func(ctx context.Context, b [][]byte) (*http.Response, error) {
-		x.NoteSent(s.now())
-		ctx, span := tracing.Start(ctx, "chat "+info.Upstream, trace.SpanKindClient, attribute.String("gen_ai.request.model", info.Upstream))
-		defer span.End()
-		resp, err := s.send(ctx, call, b)
-		if err == nil {
-			x.NoteFirstByte(s.now())
-			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
-			if resp.StatusCode >= 400 {
-				span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
-			}
-		} else {
-			span.SetStatus(codes.Error, "upstream call failed")
-		}
-		return resp, err
-	}
+	sendParts := s.sender(x, call)
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
 	x.SendParts = sendParts
 	if stored != nil {
@@ -165,16 +149,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 	s.auditExchange(x, audit.TypeRequest, func(e *audit.Event) { e.Mediated = mediated })
 
 	if agent.ToolsErr != nil {
-		// A broken manifest must never silently disable governance
-		// (issue 3 "The manifest"): refuse, and tell the operator.
-		// The runner is told the file and field; the values written there
-		// (service URLs, schema references) go to the operator only.
-		msg := fmt.Sprintf("agent %s: %v; fix the pod and recompile with `claw compile`", agent.ID, agent.ToolsErr)
-		s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
-			e.StatusCode, e.Error = http.StatusInternalServerError, msg
-		})
-		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest,
-			fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
+		s.refuseBrokenManifest(w, f, x)
 		return
 	}
 	if s.decorator != nil {
@@ -188,21 +163,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		pb.disown()
 		// The mediator sends the provider's model itself (x.Body keeps
 		// the runner's).
-		if !count {
+		if count {
+			s.countMediated(w, r, f, x)
+		} else {
 			s.mediator.Mediate(w, r, x)
-			return
 		}
-		p, ok := s.mediator.(exchange.Presenter)
-		if !ok {
-			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
-			return
-		}
-		presented, err := p.Present(r.Context(), x)
-		if err != nil {
-			s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
-			return
-		}
-		s.relayCount(w, r, f, x, presented)
 		return
 	}
 	upstream, err := upstreamBody(x.Body, body, info)
@@ -215,6 +180,59 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		return
 	}
 	s.passthrough(w, r, f, x, func(ctx context.Context) (*http.Response, error) { return sendParts(ctx, upstream) })
+}
+
+// sender is how x's upstream calls are sent: each a client span, its
+// times noted on x.
+func (s *Server) sender(x *exchange.Exchange, call *upstreamCall) func(context.Context, [][]byte) (*http.Response, error) {
+	model := x.UpstreamModel
+	return func(ctx context.Context, b [][]byte) (*http.Response, error) {
+		x.NoteSent(s.now())
+		ctx, span := tracing.Start(ctx, "chat "+model, trace.SpanKindClient, attribute.String("gen_ai.request.model", model))
+		defer span.End()
+		resp, err := s.send(ctx, call, b)
+		if err == nil {
+			x.NoteFirstByte(s.now())
+			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+			if resp.StatusCode >= 400 {
+				span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+			}
+		} else {
+			span.SetStatus(codes.Error, "upstream call failed")
+		}
+		return resp, err
+	}
+}
+
+// refuseBrokenManifest answers the exchange of an agent whose manifest is
+// broken: that must never silently disable governance (issue 3 "The
+// manifest"), so it is refused and the operator told. The runner is told
+// the file and field; the values written there (service URLs, schema
+// references) go to the operator only.
+func (s *Server) refuseBrokenManifest(w http.ResponseWriter, f wire.Format, x *exchange.Exchange) {
+	agent := x.Agent
+	msg := fmt.Sprintf("agent %s: %v; fix the pod and recompile with `claw compile`", agent.ID, agent.ToolsErr)
+	s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
+		e.StatusCode, e.Error = http.StatusInternalServerError, msg
+	})
+	apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest,
+		fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
+}
+
+// countMediated counts the tokens of a mediated exchange as the mediator
+// would present it.
+func (s *Server) countMediated(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange) {
+	p, ok := s.mediator.(exchange.Presenter)
+	if !ok {
+		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
+		return
+	}
+	presented, err := p.Present(r.Context(), x)
+	if err != nil {
+		s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
+		return
+	}
+	s.relayCount(w, r, f, x, presented)
 }
 
 // relayCount sends a token count upstream and relays the answer. A count
@@ -238,66 +256,146 @@ func (s *Server) relayCount(w http.ResponseWriter, r *http.Request, f wire.Forma
 	})
 }
 
-// readBody reads the runner's body within MaxBodyBytes, BodyReadTimeout
-// and the in-flight body budget (MaxInflightBytes). release gives the
-// budget back and drops the handler's hold on pb; the caller calls it when
-// the exchange no longer holds the body. pb, when not nil, is the pooled
-// buffer body is in: readers of it that may outlive the handler hold it
-// (upstreamCall.hold), and a body whose bytes may be kept is disowned.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, pb *pooledBody, release func(), err error) {
+// bodyLimit is the largest body a route accepts and the setting that
+// says so.
+type bodyLimit struct {
+	max     int64
+	setting string
+}
+
+func (s *Server) modelBodies() bodyLimit {
+	return bodyLimit{s.cfg.MaxBodyBytes, "CLLAMA_MAX_BODY_BYTES"}
+}
+
+func (s *Server) mcpBodies() bodyLimit {
+	return bodyLimit{s.cfg.MCPMaxBodyBytes, "CLLAMA_MCP_MAX_BODY_BYTES"}
+}
+
+// bodyStep is the most of the budget a body holds beyond what has arrived
+// of it. A body declared no larger is read in one read into a buffer of
+// its size (pooled from 64 KiB); a larger one grows as it arrives.
+const bodyStep = 1 << 20
+
+// readBody reads the runner's body within limit, BodyReadTimeout (the
+// deadline ServeHTTP set) and the in-flight body budget (MaxInflightBytes, agent's share of it
+// MaxAgentInflightBytes). release gives the budget back and drops the
+// handler's hold on pb; the caller calls it when the exchange no longer
+// holds the body. pb, when not nil, is the pooled buffer body is in:
+// readers of it that may outlive the handler hold it
+// (upstreamCall.hold), and a body whose bytes may be kept is disowned. A
+// request without a body reads as a nil body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, agent string, limit bodyLimit) (body []byte, pb *pooledBody, release func(), err error) {
 	none := func() {}
-	max := s.cfg.MaxBodyBytes
-	if r.ContentLength > max {
-		return nil, nil, none, s.tooLarge()
+	if r.ContentLength > limit.max {
+		return nil, nil, none, s.tooLarge(limit)
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(s.now().Add(s.cfg.BodyReadTimeout))
-	defer rc.SetReadDeadline(time.Time{})
-	if r.ContentLength > 0 {
-		// A declared length within the limit: the server's framing
-		// already stops the body there.
-		n := r.ContentLength
-		if !s.admit.reserve(n) {
-			return nil, nil, none, s.tooBusy()
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil, none, nil
+	}
+	// ServeHTTP set the read deadline of a request with a body; once the
+	// body is read it is lifted (an expired one would end the request).
+	defer http.NewResponseController(w).SetReadDeadline(time.Time{})
+	lease := bodyLease{a: s.admit, agent: agent}
+	fail := func(err error) ([]byte, *pooledBody, func(), error) {
+		lease.end()
+		pb.drop()
+		// The rest of the body is not read: the connection closes
+		// after the answer (the server would otherwise wait for it).
+		w.Header().Set("Connection", "close")
+		if errors.Is(err, errOverBudget) || errors.Is(err, errAgentOverBudget) {
+			return nil, nil, none, s.overBudget(agent, err)
 		}
-		pb := getBody(n)
-		var buf []byte
+		return nil, nil, none, s.bodyError(err, limit)
+	}
+	if n := r.ContentLength; n > 0 && n <= bodyStep {
+		// The hot path: a small body of declared length (the server's
+		// framing stops it there).
+		if err := lease.grow(n); err != nil {
+			return fail(err)
+		}
+		pb = getBody(n)
 		if pb != nil {
-			buf = pb.b
+			body = pb.b
 		} else {
-			buf = make([]byte, n)
+			body = make([]byte, n)
 		}
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			s.admit.release(n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return fail(err)
+		}
+	} else {
+		src, size := io.Reader(r.Body), r.ContentLength
+		if size <= 0 {
+			src, size = http.MaxBytesReader(w, r.Body, limit.max), limit.max+1
+		}
+		if body, pb, err = readGrowing(src, size, r.ContentLength > 0, &lease); err != nil {
+			return fail(err)
+		}
+	}
+	n, held := lease.n, pb // copies: the closure allocates nothing more
+	return body, pb, func() { s.admit.release(agent, n); held.drop() }, nil
+}
+
+// readGrowing reads a body of size bytes when known, else of fewer, into
+// a buffer that doubles as bytes arrive (from bodyStep, or poolMinBody
+// when the size is unknown), never past size. The lease grows with the
+// buffer: a body holds of the budget what it sent (a buffer's worth ahead
+// at most), never what it only declared. Buffers of pooled sizes come
+// from the pools; pb is the buffer returned when pooled.
+func readGrowing(src io.Reader, size int64, known bool, lease *bodyLease) (body []byte, pb *pooledBody, err error) {
+	var buf []byte
+	n := int64(0)
+	first := int64(bodyStep)
+	if !known {
+		first = poolMinBody
+	}
+	for {
+		if n == int64(len(buf)) {
+			if n == size {
+				break
+			}
+			grown := min(max(2*n, first), size)
+			if err := lease.grow(grown - n); err != nil {
+				return nil, pb, err
+			}
+			var nb []byte
+			np := getBody(grown)
+			if np != nil {
+				nb = np.b
+			} else {
+				nb = make([]byte, grown)
+			}
+			copy(nb, buf)
 			pb.drop()
-			return nil, nil, none, s.bodyError(err)
+			buf, pb = nb, np
 		}
-		return buf, pb, func() { s.admit.release(n); pb.drop() }, nil
-	}
-	br := &budgetReader{r: http.MaxBytesReader(w, r.Body, max), a: s.admit, limit: max + 1}
-	buf, err := io.ReadAll(br)
-	if err != nil {
-		s.admit.release(br.reserved)
-		if errors.Is(err, errOverBudget) {
-			return nil, nil, none, s.tooBusy()
+		k, err := src.Read(buf[n:])
+		n += int64(k)
+		if err == io.EOF {
+			if known && n < size {
+				return nil, pb, io.ErrUnexpectedEOF
+			}
+			break
 		}
-		return nil, nil, none, s.bodyError(err)
+		if err != nil {
+			return nil, pb, err
+		}
 	}
-	held := int64(len(buf))
-	s.admit.release(br.reserved - held) // keep only what the body holds
-	return buf, nil, func() { s.admit.release(held) }, nil
+	if pb != nil {
+		pb.b = pb.b[:n] // the part a body fills
+	}
+	return buf[:n], pb, nil
 }
 
-func (s *Server) tooLarge() *statusError {
+func (s *Server) tooLarge(limit bodyLimit) *statusError {
 	return errStatus(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
-		fmt.Sprintf("request body exceeds the %d-byte limit (CLLAMA_MAX_BODY_BYTES)", s.cfg.MaxBodyBytes))
+		fmt.Sprintf("request body exceeds the %d-byte limit (%s)", limit.max, limit.setting))
 }
 
-func (s *Server) bodyError(err error) error {
+func (s *Server) bodyError(err error, limit bodyLimit) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return s.tooLarge()
+		return s.tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return errStatus(http.StatusRequestTimeout, apierror.TypeTimeout, "request body was not received in time")
 	default:

@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strings"
 
+	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 )
@@ -19,21 +22,17 @@ var errMissingMCPCredentials = errStatus(http.StatusUnauthorized, "authenticatio
 
 // serveMCP authenticates an MCP request exactly as a model request is
 // (the same token, the same 401 and 403 answers, the same audit error
-// event) and hands it to the broker with its agent. A 401 carries
-// WWW-Authenticate, as MCP clients expect.
+// event), admits it as every route (the agent's requests in progress, the
+// in-flight body budget), reads its body within CLLAMA_MCP_MAX_BODY_BYTES
+// and BodyReadTimeout, and hands it to the broker with its agent. A 401
+// carries WWW-Authenticate, as MCP clients expect.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	token, ok := bearerToken(r)
-	var err error
-	if !ok {
-		err = errMissingMCPCredentials
-	} else {
-		agent, aerr := s.authenticate(token)
-		if aerr == nil {
-			s.broker.ServeAgent(w, r, agent)
+	agent, err := s.mcpCaller(r)
+	if err == nil {
+		if err = s.serveAgentMCP(w, r, agent); err == nil {
 			return
 		}
-		err = aerr
 	}
 	se := asStatus(err)
 	id := s.newRequestID()
@@ -41,9 +40,42 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if se.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cllama"`)
 	}
-	s.rec.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP,
-		StatusCode: se.status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg})
+	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP,
+		StatusCode: se.status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+	if agent != nil {
+		ev.ClawID = agent.ID
+	}
+	s.rec.Emit(ev)
 	writeError(w, s.fallback, se)
+}
+
+// mcpCaller authenticates an MCP request's bearer token.
+func (s *Server) mcpCaller(r *http.Request) (*agentctx.Agent, error) {
+	token, ok := bearerToken(r)
+	if !ok {
+		return nil, errMissingMCPCredentials
+	}
+	return s.authenticate(token)
+}
+
+// serveAgentMCP admits agent's MCP request, reads its body and serves it,
+// or returns why it did not.
+func (s *Server) serveAgentMCP(w http.ResponseWriter, r *http.Request, agent *agentctx.Agent) error {
+	if !s.admit.enter(agent.ID) {
+		return s.agentBusy(agent.ID)
+	}
+	defer s.admit.leave(agent.ID)
+	body, pb, release, err := s.readBody(w, r, agent.ID, s.mcpBodies())
+	if err != nil {
+		return err
+	}
+	pb.disown() // the broker reads it as it likes: left to the collector
+	defer release()
+	if body != nil {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	s.broker.ServeAgent(w, r, agent)
+	return nil
 }
 
 // bearerToken is the token of an Authorization: Bearer header.

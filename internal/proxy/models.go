@@ -14,12 +14,16 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 const (
 	pathModels = "/v1/models"
-	// modelListTTL is how long a provider's own model list is reused.
-	modelListTTL = 5 * time.Minute
+	// modelListTTL is how long a provider's own model list is reused,
+	// and modelListFailTTL how long a failure to fetch it is (so runners
+	// asking again and again do not call the provider each time).
+	modelListTTL     = 5 * time.Minute
+	modelListFailTTL = 10 * time.Second
 	// maxModelListBytes bounds a provider's model list.
 	maxModelListBytes = 4 << 20
 )
@@ -51,6 +55,11 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		reject(nil, asStatus(err))
 		return
 	}
+	if !s.admit.enter(agent.ID) {
+		reject(agent, s.agentBusy(agent.ID))
+		return
+	}
+	defer s.admit.leave(agent.ID)
 	models, err := s.agentModels(r.Context(), agent, fi, r.Header, start)
 	if err != nil {
 		reject(agent, asStatus(err))
@@ -119,36 +128,64 @@ func (s *Server) agentModels(ctx context.Context, agent *agentctx.Agent, fi int,
 	return s.modelLists.get(ctx, s, rt, h, now)
 }
 
-// modelListCache holds each provider's own model list for modelListTTL.
+// modelListCache holds each provider's own model list for modelListTTL,
+// a failure to fetch it for modelListFailTTL. Requests for a list being
+// fetched wait for that fetch: one upstream call however many ask.
 type modelListCache struct {
 	mu      sync.Mutex
-	entries map[string]modelListEntry
+	entries map[string]*modelListEntry
 }
 
+// modelListEntry is a provider's list as fetched; its other fields are
+// set before done is closed, and read after.
 type modelListEntry struct {
+	done    chan struct{}
 	models  []wire.Model
+	err     error
 	fetched time.Time
+}
+
+// current reports whether e may answer a request at now: it is being
+// fetched (the request waits for it), or was fetched within its TTL.
+func (e *modelListEntry) current(now time.Time) bool {
+	select {
+	case <-e.done:
+	default:
+		return true // being fetched: wait for it
+	}
+	ttl := modelListTTL
+	if e.err != nil {
+		ttl = modelListFailTTL
+	}
+	return now.Sub(e.fetched) < ttl
 }
 
 func (c *modelListCache) get(ctx context.Context, s *Server, rt *Route, h http.Header, now time.Time) ([]wire.Model, error) {
 	key := rt.Name + "\x00" + rt.BaseURL
 	c.mu.Lock()
-	e, ok := c.entries[key]
+	e := c.entries[key]
+	if e == nil || !e.current(now) {
+		e = &modelListEntry{done: make(chan struct{})}
+		if c.entries == nil {
+			c.entries = map[string]*modelListEntry{}
+		}
+		c.entries[key] = e
+		// The fetch is everyone's: it outlives the request that started
+		// it, whose runner may leave while others wait.
+		fctx, h := context.WithoutCancel(ctx), h.Clone()
+		go func() {
+			e.models, e.err = s.fetchModels(fctx, rt, h)
+			e.fetched = s.now()
+			close(e.done)
+		}()
+	}
 	c.mu.Unlock()
-	if ok && now.Sub(e.fetched) < modelListTTL {
-		return e.models, nil
+	select {
+	case <-e.done:
+		return e.models, e.err
+	case <-ctx.Done():
+		return nil, errStatus(StatusClientClosed, apierror.TypeAPI, "client disconnected while the model list was fetched")
 	}
-	models, err := s.fetchModels(ctx, rt, h)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.entries == nil {
-		c.entries = map[string]modelListEntry{}
-	}
-	c.entries[key] = modelListEntry{models, now}
-	c.mu.Unlock()
-	return models, nil
 }
 
 // fetchModels is GET <base>/models of rt with the provider's credential.

@@ -144,7 +144,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		formats:   formats.All(),
 		fallback:  formats.Fallback(),
 	}
-	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentConcurrency)
+	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentInflightBytes, cfg.MaxAgentConcurrency)
 	s.admit.idle = opts.Idle
 	s.noRoute = "cllama serves"
 	for i, f := range s.formats {
@@ -271,6 +271,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		w, r = sw, r.WithContext(ctx)
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// Every body is read within BodyReadTimeout of the request's
+		// arrival, by its route (readBody, which then lifts the
+		// deadline) or, for a route that takes none, by the server
+		// discarding it: no body holds a connection open longer.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+	}
 	for i, f := range s.formats {
 		if r.URL.Path == f.Endpoint().Route {
 			s.serveModel(w, r, i, false)
@@ -377,12 +384,20 @@ type statusError struct {
 	status int
 	typ    string
 	msg    string
+	// retry: the runner may retry in a second (Retry-After: 1).
+	retry bool
 }
 
 func (e *statusError) Error() string { return e.msg }
 
 func errStatus(status int, typ, msg string) *statusError {
 	return &statusError{status: status, typ: typ, msg: msg}
+}
+
+// retrySoon marks se as one to retry shortly.
+func retrySoon(se *statusError) *statusError {
+	se.retry = true
+	return se
 }
 
 var (

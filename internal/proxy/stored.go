@@ -173,10 +173,15 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 		reject(nil, asStatus(err))
 		return
 	}
+	if !s.admit.enter(agent.ID) {
+		reject(agent, s.agentBusy(agent.ID))
+		return
+	}
+	defer s.admit.leave(agent.ID)
 	// These routes take no body, but a body sent is relayed as it came
 	// (the Go SDK streams a stored response with a GET whose JSON body
 	// holds "stream": true), once checked to be JSON.
-	body, pb, release, err := s.readBody(w, r)
+	body, pb, release, err := s.readBody(w, r, agent.ID, s.modelBodies())
 	if err != nil {
 		reject(agent, asStatus(err))
 		return
