@@ -12,14 +12,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	_ "github.com/clawdapus/clawgo/internal/rtconfig" // before the other packages' initialisation
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/version"
 )
@@ -31,24 +30,10 @@ func isVersion(args []string) bool {
 }
 
 func main() {
-	// cllama serves no profiles: sampling allocations would only cost CPU
-	// and keep a table of call stacks (1.4 MiB after a few hundred
-	// requests).
-	runtime.MemProfileRate = 0
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGOGC)
-	}
+	// The Go runtime's settings (GOGC=200 unless set, no allocation
+	// profiling) are made by internal/rtconfig as it is initialised.
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
-
-// defaultGOGC is the collector's target when GOGC is not set. cllama's
-// live heap is about 2 MiB, so at Go's default (100: collect once the heap
-// doubles, but not below 4 MiB) a collection ran every couple of hundred
-// streamed requests, its fixed cost about 7% of cllama's CPU. At 200 it
-// runs half as often for about 4 MiB more heap under load (given back
-// once idle); memory at rest does not change. GOGC, and GOMEMLIMIT, still
-// decide where set.
-const defaultGOGC = 200
 
 // run is main without the process: the audit log goes to stdout, which is
 // what `docker compose logs cllama` shows and `claw audit` reads;
