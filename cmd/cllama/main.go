@@ -93,19 +93,22 @@ func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.W
 		return fmt.Errorf("listen %s: %w (LISTEN_ADDR)", cfg.ListenAddr, err)
 	}
 	return serveOn(ctx, ln, cfg, aud, stderr, func() {
-		if _, err := releaseStartPages(); err != nil {
-			fmt.Fprintf(stderr, "cllama: start-up pages stay resident: %v\n", err)
-			return
-		}
-		// Starting to serve (the listeners, the stages' first timers)
-		// reads pages of its own that nothing reads again: about 5 MiB,
-		// given back once it has settled.
-		time.AfterFunc(startSettle, func() { _, _ = releaseStartPages() })
+		// Not before the first request is accepted: giving the pages
+		// back (a full collection, reading /proc/self/smaps, madvise over
+		// the executable) took longer than everything else start-up does
+		// once the packages are initialised. Once started, the listeners
+		// and the stages' first timers have read pages of their own that
+		// nothing reads again (about 5 MiB): they go too.
+		time.AfterFunc(startSettle, func() {
+			if _, err := releaseStartPages(); err != nil {
+				fmt.Fprintf(stderr, "cllama: start-up pages stay resident: %v\n", err)
+			}
+		})
 	})
 }
 
 // startSettle is how long after it is ready cllama gives back the pages
-// that starting to serve read.
+// that starting it read.
 const startSettle = time.Second
 
 // serveOn runs cllama on ln until ctx is cancelled, then drains. ready,
