@@ -23,11 +23,13 @@ test:
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -skip BenchmarkFloor -benchmem $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip 'BenchmarkFloor|BenchmarkStartup' -benchmem $(PKGS)
 	@# Last: cllama against a bare reverse proxy, same run, as summary tables
-	@# (in one process, then as processes of their own).
+	@# (in one process, then as processes of their own; then starting, with
+	@# its resident memory at start and idle).
 	$(GO) test -run '^$$' -bench BenchmarkFloor -benchtime 2000x ./internal/proxy/
 	$(GO) test -run '^$$' -bench BenchmarkFloorProcess -benchtime 1x ./cmd/cllama/
+	$(GO) test -run '^$$' -bench BenchmarkStartup -benchtime 1x ./cmd/cllama/
 
 FUZZTIME ?= 20s
 fuzz:

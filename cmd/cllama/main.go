@@ -12,14 +12,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	_ "github.com/clawdapus/clawgo/internal/rtconfig" // before the other packages' initialisation
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/version"
 )
@@ -31,24 +30,10 @@ func isVersion(args []string) bool {
 }
 
 func main() {
-	// cllama serves no profiles: sampling allocations would only cost CPU
-	// and keep a table of call stacks (1.4 MiB after a few hundred
-	// requests).
-	runtime.MemProfileRate = 0
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGOGC)
-	}
+	// The Go runtime's settings (GOGC=200 unless set, no allocation
+	// profiling) are made by internal/rtconfig as it is initialised.
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
-
-// defaultGOGC is the collector's target when GOGC is not set. cllama's
-// live heap is about 2 MiB, so at Go's default (100: collect once the heap
-// doubles, but not below 4 MiB) a collection ran every couple of hundred
-// streamed requests, its fixed cost about 7% of cllama's CPU. At 200 it
-// runs half as often for about 4 MiB more heap under load (given back
-// once idle); memory at rest does not change. GOGC, and GOMEMLIMIT, still
-// decide where set.
-const defaultGOGC = 200
 
 // run is main without the process: the audit log goes to stdout, which is
 // what `docker compose logs cllama` shows and `claw audit` reads;
@@ -108,19 +93,22 @@ func serve(ctx context.Context, cfg proxy.Config, aud *audit.Logger, stderr io.W
 		return fmt.Errorf("listen %s: %w (LISTEN_ADDR)", cfg.ListenAddr, err)
 	}
 	return serveOn(ctx, ln, cfg, aud, stderr, func() {
-		if _, err := releaseStartPages(); err != nil {
-			fmt.Fprintf(stderr, "cllama: start-up pages stay resident: %v\n", err)
-			return
-		}
-		// Starting to serve (the listeners, the stages' first timers)
-		// reads pages of its own that nothing reads again: about 5 MiB,
-		// given back once it has settled.
-		time.AfterFunc(startSettle, func() { _, _ = releaseStartPages() })
+		// Not before the first request is accepted: giving the pages
+		// back (a full collection, reading /proc/self/smaps, madvise over
+		// the executable) took longer than everything else start-up does
+		// once the packages are initialised. Once started, the listeners
+		// and the stages' first timers have read pages of their own that
+		// nothing reads again (about 5 MiB): they go too.
+		time.AfterFunc(startSettle, func() {
+			if _, err := releaseStartPages(); err != nil {
+				fmt.Fprintf(stderr, "cllama: start-up pages stay resident: %v\n", err)
+			}
+		})
 	})
 }
 
 // startSettle is how long after it is ready cllama gives back the pages
-// that starting to serve read.
+// that starting it read.
 const startSettle = time.Second
 
 // serveOn runs cllama on ln until ctx is cancelled, then drains. ready,

@@ -167,16 +167,9 @@ var afterRSS int64
 
 // procStatus reads a kB figure of /proc/<pid>/status, in bytes.
 func procStatus(b *testing.B, pid int, key string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := statusKB(pid, key)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return kb << 10
-		}
-	}
-	b.Fatalf("no %s in /proc/%d/status", key, pid)
-	return 0
+	return n
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // releaseStartPages gives back the memory that starting cllama took and
-// serving it does not need, once it is ready to serve:
+// serving it does not need, once it has been serving for a second
+// (startSettle: not before, where it would delay the first request):
 //
 //   - The pages of its own executable that start-up read. Package
 //     initialisation runs code and reads tables across most of the binary

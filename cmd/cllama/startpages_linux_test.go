@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Once ready, cllama gives back the pages of its executable that start-up
+// Once it has started, cllama gives back the pages of its executable that start-up
 // read: most of what is resident of the binary drops out of the process,
 // and the process goes on running code from it (this test does, after).
 func TestReleaseStartPages(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -173,7 +172,7 @@ func NewWriterWith(dir string, o WriterOptions) (*Writer, error) {
 	if o.SyncEvery <= 0 {
 		o.SyncEvery = DefaultSyncEvery
 	}
-	if o.Replica != "" && !replicaPattern.MatchString(o.Replica) {
+	if o.Replica != "" && !validReplica(o.Replica) {
 		return nil, fmt.Errorf("history: replica id %q: use 1-64 letters, digits, '.', '_' or '-'", o.Replica)
 	}
 	w := &Writer{dir: dir, opts: o, openFile: openAppend, files: make(map[string]*agentFile)}
@@ -231,8 +230,20 @@ func openAppend(path string) (appendFile, error) {
 // Path returns the history file of agentID under dir.
 func Path(dir, agentID string) string { return filepath.Join(dir, agentID, FileName) }
 
-// replicaPattern is what a replica id may be (it is part of a file name).
-var replicaPattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+// validReplica reports whether id may be a replica id (it is part of a
+// file name): ^[a-zA-Z0-9_.-]{1,64}$, as a loop rather than a regexp
+// compiled as cllama starts (the fuzz test holds it to the pattern).
+func validReplica(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ReplicaFileName is a replica's history file name.
 func ReplicaFileName(replica string) string { return "history." + replica + ".jsonl" }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -234,16 +233,37 @@ func (p Policy) Validate(prefix string) error {
 	return nil
 }
 
-var (
-	serviceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
-	toolNamePattern    = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$`)
-)
+// ValidServiceName reports whether s is a valid compose service name:
+// ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$. It is a loop, not a regexp compiled as
+// cllama starts (the fuzz test holds it to the pattern).
+func ValidServiceName(s string) bool {
+	if s == "" || !alnum(s[0]) {
+		return false
+	}
+	return nameBytes(s)
+}
 
-// ValidServiceName reports whether s is a valid compose service name.
-func ValidServiceName(s string) bool { return serviceNamePattern.MatchString(s) }
+// ValidToolName reports whether s is a valid (un-namespaced) tool name:
+// ^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$, as a loop (the fuzz test holds it
+// to the pattern; the repetition alone compiled to 120 KB).
+func ValidToolName(s string) bool {
+	if s == "" || len(s) > 128 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	return nameBytes(s)
+}
 
-// ValidToolName reports whether s is a valid (un-namespaced) tool name.
-func ValidToolName(s string) bool { return toolNamePattern.MatchString(s) }
+func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+
+// nameBytes reports whether every byte of s is in [a-zA-Z0-9_.-].
+func nameBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // SplitToolName splits a canonical "<service>.<tool>" at the first dot.
 func SplitToolName(canonical string) (service, tool string, ok bool) {

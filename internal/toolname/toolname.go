@@ -12,15 +12,23 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
-// pattern is what every provider accepts as a tool name.
-var pattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
-// Safe reports whether name is accepted as a tool name by every provider.
-func Safe(name string) bool { return pattern.MatchString(name) }
+// Safe reports whether name is accepted as a tool name by every provider:
+// ^[a-zA-Z0-9_-]{1,64}$. It is a loop, not a regexp compiled as cllama
+// starts (the fuzz test holds it to the pattern).
+func Safe(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Readable turns "<service>.<tool>" into "<service>__<tool>" with any
 // other character outside [a-zA-Z0-9_-] replaced by "_". It may be too

@@ -1,6 +1,10 @@
 package toolname
 
-import "testing"
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestAliases(t *testing.T) {
 	long := "svc.a_very_long_tool_name_that_goes_on_and_on_past_what_providers_accept_as_a_name"
@@ -56,6 +60,19 @@ func FuzzAliasesSafe(f *testing.F) {
 			if !Safe(al) {
 				t.Fatalf("alias %q not safe", al)
 			}
+		}
+	})
+}
+
+// FuzzSafe holds Safe to the pattern it stands for.
+func FuzzSafe(f *testing.F) {
+	pattern := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	for _, s := range []string{"", "a", "desk__ping", "a-b_C9", "a.b", "a b", "a\n", "é", strings.Repeat("a", 64), strings.Repeat("a", 65)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Safe(s), pattern.MatchString(s); got != want {
+			t.Fatalf("Safe(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})
 }
