@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,8 +17,13 @@ import (
 // calls (the model endpoints, /mcp, the model list, the routes on stored
 // objects) goes through the same bounds:
 //
-//   - MaxAgentConcurrency: the requests of one agent in progress at once;
-//     one more is answered 429 with Retry-After.
+//   - MaxAgentConcurrency: the requests of one agent in progress at once.
+//     One more waits for a slot of its agent's, in order of arrival, at
+//     most QueueWait and behind at most MaxQueuedPerAgent others (agents
+//     fan out: sub-agents, batch jobs); past either it is answered 429
+//     with Retry-After. An agent's queue never delays another agent:
+//     each has slots of its own, handed on from request to request of
+//     the same agent.
 //   - MaxInflightBytes: the request bodies held by requests in progress,
 //     all agents together (a body stays in memory until its exchange
 //     ends). A body that would pass it is answered 503 with Retry-After.
@@ -38,10 +44,17 @@ type admission struct {
 	maxBytes      int64
 	maxAgentBytes int64
 	perAgent      int
+	// queueLen and queueWait bound the requests waiting for a slot.
+	queueLen  int
+	queueWait time.Duration
 
 	mu     sync.Mutex
 	bytes  int64
 	agents map[string]agentLoad
+	// queues holds, per agent, the requests waiting for one of its slots
+	// in order of arrival; a slot given back goes to the first (its
+	// channel closed), not back to the pool.
+	queues map[string][]chan struct{}
 
 	// After a spike of large bodies the Go runtime keeps the memory they
 	// took until a collection, which an idle proxy may not run for
@@ -77,8 +90,9 @@ type agentLoad struct {
 	bytes    int64
 }
 
-func newAdmission(maxBytes, maxAgentBytes int64, perAgent int) *admission {
-	return &admission{maxBytes: maxBytes, maxAgentBytes: maxAgentBytes, perAgent: perAgent, agents: map[string]agentLoad{},
+func newAdmission(maxBytes, maxAgentBytes int64, perAgent, queueLen int, queueWait time.Duration) *admission {
+	return &admission{maxBytes: maxBytes, maxAgentBytes: maxAgentBytes, perAgent: perAgent, queueLen: queueLen, queueWait: queueWait,
+		agents: map[string]agentLoad{}, queues: map[string][]chan struct{}{},
 		trim: debug.FreeOSMemory, now: time.Now, idleAfter: trimEvery}
 }
 
@@ -92,22 +106,60 @@ func (a *admission) set(agent string, l agentLoad) {
 	a.agents[agent] = l
 }
 
-// enter takes one of the agent's request slots.
-func (a *admission) enter(agent string) bool {
+// enter takes one of the agent's request slots, waiting for one (in
+// order of arrival, at most queueWait, behind at most queueLen others)
+// when all are taken. false: none came in time, the queue is full, or ctx
+// ended first.
+func (a *admission) enter(ctx context.Context, agent string) bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	l := a.agents[agent]
-	if l.requests >= a.perAgent {
+	if l.requests < a.perAgent {
+		l.requests++
+		a.set(agent, l)
+		a.inProgress++
+		a.served = true
+		if a.idleTimer != nil {
+			a.idleTimer.Stop()
+		}
+		a.mu.Unlock()
+		return true
+	}
+	q := a.queues[agent]
+	if len(q) >= a.queueLen || a.queueWait <= 0 {
+		a.mu.Unlock()
 		return false
 	}
-	l.requests++
-	a.set(agent, l)
-	a.inProgress++
-	a.served = true
-	if a.idleTimer != nil {
-		a.idleTimer.Stop()
+	handed := make(chan struct{})
+	a.queues[agent] = append(q, handed)
+	a.mu.Unlock()
+	t := time.NewTimer(a.queueWait)
+	defer t.Stop()
+	select {
+	case <-handed:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
 	}
-	return true
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-handed: // a slot was handed over as the wait ended: it is ours
+		return true
+	default:
+	}
+	q = a.queues[agent]
+	for i, c := range q {
+		if c == handed {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(a.queues, agent)
+	} else {
+		a.queues[agent] = q
+	}
+	return false
 }
 
 // leave gives an agent's slot back; the last request in progress starts
@@ -115,6 +167,16 @@ func (a *admission) enter(agent string) bool {
 func (a *admission) leave(agent string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if q := a.queues[agent]; len(q) > 0 {
+		// The slot goes on to the agent's first waiting request.
+		if len(q) == 1 {
+			delete(a.queues, agent)
+		} else {
+			a.queues[agent] = q[1:]
+		}
+		close(q[0])
+		return
+	}
 	l := a.agents[agent]
 	l.requests--
 	a.set(agent, l)
@@ -251,5 +313,6 @@ func (s *Server) overBudget(agent string, err error) *statusError {
 
 func (s *Server) agentBusy(agent string) *statusError {
 	return retrySoon(errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
-		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentConcurrency)))
+		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT), and this one found no slot within %s behind at most %d others (CLLAMA_QUEUE_WAIT, CLLAMA_MAX_QUEUED_PER_AGENT); retry when one finishes",
+			agent, s.cfg.MaxAgentConcurrency, s.cfg.QueueWait, s.cfg.MaxQueuedPerAgent)))
 }

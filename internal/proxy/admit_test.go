@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -56,7 +57,7 @@ func wantRefusal(t *testing.T, p *pod, res *http.Response, status int, typ, text
 // One agent cannot hold more than its share of requests in progress; the
 // next is told to retry, and another agent is not affected.
 func TestAgentConcurrencyLimit(t *testing.T) {
-	p, arrived, release := heldPod(t, func(c *Config, _ *Options) { c.MaxAgentConcurrency = 2 })
+	p, arrived, release := heldPod(t, func(c *Config, _ *Options) { c.MaxAgentConcurrency, c.QueueWait = 2, time.Millisecond })
 	writeFile(t, filepath.Join(p.root, "bob", "metadata.json"), `{"token":"bob:s3cret-bob"}`)
 	done := make(chan int, 2)
 	for range 2 {
@@ -138,7 +139,7 @@ func TestInflightBodyBudget(t *testing.T) {
 // A spike of large bodies that has drained gives its memory back to the
 // OS (once, not per request); steady small traffic never does.
 func TestAdmissionTrimsAfterASpike(t *testing.T) {
-	a := newAdmission(1<<30, 1<<30, 100)
+	a := newAdmission(1<<30, 1<<30, 100, 0, 0)
 	trims := make(chan struct{}, 10)
 	a.trim = func() { trims <- struct{}{} }
 	clock := time.Now()
@@ -184,7 +185,7 @@ func TestAdmissionTrimsAfterASpike(t *testing.T) {
 // once: not while a request is in progress, not again while nothing was
 // served, and not more often than the spike's trim.
 func TestAdmissionTrimsOnceIdle(t *testing.T) {
-	a := newAdmission(1<<30, 1<<30, 100)
+	a := newAdmission(1<<30, 1<<30, 100, 0, 0)
 	a.idleAfter = 20 * time.Millisecond
 	trims := make(chan struct{}, 10)
 	a.trim = func() { trims <- struct{}{} }
@@ -202,8 +203,8 @@ func TestAdmissionTrimsOnceIdle(t *testing.T) {
 		}
 	}
 
-	a.enter("alice")
-	a.enter("bob")
+	a.enter(context.Background(), "alice")
+	a.enter(context.Background(), "bob")
 	a.leave("alice") // bob's request is still in progress
 	if trimmed(100 * time.Millisecond) {
 		t.Fatal("trimmed while a request was in progress")
@@ -215,13 +216,13 @@ func TestAdmissionTrimsOnceIdle(t *testing.T) {
 	if trimmed(100 * time.Millisecond) {
 		t.Fatal("trimmed again with nothing served since")
 	}
-	a.enter("alice")
+	a.enter(context.Background(), "alice")
 	a.leave("alice")
 	if trimmed(100 * time.Millisecond) {
 		t.Fatalf("trimmed twice within %s", trimEvery)
 	}
 	clock.Add(int64(trimEvery))
-	a.enter("alice")
+	a.enter(context.Background(), "alice")
 	a.leave("alice")
 	if !trimmed(5 * time.Second) {
 		t.Fatalf("no trim once idle %s after the last", trimEvery)

@@ -52,6 +52,10 @@ const (
 	AgentInflightShare = 4
 	// DefaultMaxAgentConcurrency bounds one agent's requests in progress.
 	DefaultMaxAgentConcurrency = 32
+	// DefaultMaxQueuedPerAgent and DefaultQueueWait bound the requests of
+	// an agent waiting for one of its slots, and how long each waits.
+	DefaultMaxQueuedPerAgent = 512
+	DefaultQueueWait         = 30 * time.Second
 )
 
 // Config is everything cllama reads from its flags and environment, read
@@ -99,6 +103,13 @@ type Config struct {
 	// every route; one more is a 429 with Retry-After
 	// (CLLAMA_MAX_CONCURRENT_PER_AGENT / -max-concurrent-per-agent).
 	MaxAgentConcurrency int
+	// MaxQueuedPerAgent is how many more requests of an agent whose slots
+	// are all taken wait for one, in order of arrival, each at most
+	// QueueWait, before a 429 (CLLAMA_MAX_QUEUED_PER_AGENT /
+	// -max-queued-per-agent, CLLAMA_QUEUE_WAIT / -queue-wait). Other
+	// agents never wait for them: every agent has slots of its own.
+	MaxQueuedPerAgent int
+	QueueWait         time.Duration
 	// MCPMaxBodyBytes bounds a request body on /mcp; larger is a 413
 	// (CLLAMA_MCP_MAX_BODY_BYTES / -mcp-max-body-bytes). At most
 	// MaxBodyBytes; zero means DefaultMCPMaxBodyBytes, or MaxBodyBytes
@@ -183,6 +194,8 @@ func DefaultConfig() Config {
 		AuthDir:             DefaultAuthDir,
 		MaxBodyBytes:        DefaultMaxBodyBytes,
 		MaxAgentConcurrency: DefaultMaxAgentConcurrency,
+		MaxQueuedPerAgent:   DefaultMaxQueuedPerAgent,
+		QueueWait:           DefaultQueueWait,
 		FirstByteTimeout:    DefaultFirstByteTimeout,
 		StreamIdleTimeout:   DefaultStreamIdleTimeout,
 		BodyReadTimeout:     DefaultBodyReadTimeout,
@@ -214,6 +227,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAgentConcurrency <= 0 {
 		c.MaxAgentConcurrency = d.MaxAgentConcurrency
+	}
+	if c.MaxQueuedPerAgent <= 0 {
+		c.MaxQueuedPerAgent = d.MaxQueuedPerAgent
+	}
+	if c.QueueWait <= 0 {
+		c.QueueWait = d.QueueWait
 	}
 	if c.FirstByteTimeout <= 0 {
 		c.FirstByteTimeout = d.FirstByteTimeout
@@ -295,6 +314,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	}
 	count(&c.StoredIDsMax, "CLLAMA_STORED_IDS_MAX")
 	count(&c.MaxAgentConcurrency, "CLLAMA_MAX_CONCURRENT_PER_AGENT")
+	count(&c.MaxQueuedPerAgent, "CLLAMA_MAX_QUEUED_PER_AGENT")
 	count(&c.MCPMaxSessions, "CLLAMA_MCP_MAX_SESSIONS")
 	dur := func(dst *time.Duration, key string) {
 		if v := env[key]; v != "" {
@@ -308,6 +328,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	dur(&c.FirstByteTimeout, "CLLAMA_FIRST_BYTE_TIMEOUT")
 	dur(&c.StreamIdleTimeout, "CLLAMA_STREAM_IDLE_TIMEOUT")
 	dur(&c.BodyReadTimeout, "CLLAMA_BODY_READ_TIMEOUT")
+	dur(&c.QueueWait, "CLLAMA_QUEUE_WAIT")
 	dur(&c.ReadHeaderTimeout, "CLLAMA_READ_HEADER_TIMEOUT")
 	dur(&c.IdleTimeout, "CLLAMA_IDLE_TIMEOUT")
 	dur(&c.ShutdownTimeout, "CLLAMA_SHUTDOWN_TIMEOUT")
@@ -410,6 +431,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "request bodies all requests in progress may hold together, at least -max-body-bytes; 0 means 8 × -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES)")
 	fs.Int64Var(&c.MaxAgentInflightBytes, "max-inflight-bytes-per-agent", c.MaxAgentInflightBytes, "request bodies one agent's requests in progress may hold together, between -max-body-bytes and -max-inflight-bytes; 0 means a quarter of -max-inflight-bytes, at least -max-body-bytes (CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT)")
 	fs.IntVar(&c.MaxAgentConcurrency, "max-concurrent-per-agent", c.MaxAgentConcurrency, "requests one agent may have in progress at once, on every route (CLLAMA_MAX_CONCURRENT_PER_AGENT)")
+	fs.IntVar(&c.MaxQueuedPerAgent, "max-queued-per-agent", c.MaxQueuedPerAgent, "requests of an agent with every slot taken that wait for one before a 429 (CLLAMA_MAX_QUEUED_PER_AGENT)")
+	fs.DurationVar(&c.QueueWait, "queue-wait", c.QueueWait, "longest a queued request waits for its agent's slot (CLLAMA_QUEUE_WAIT)")
 	fs.Int64Var(&c.MCPMaxBodyBytes, "mcp-max-body-bytes", c.MCPMaxBodyBytes, "largest accepted request body on /mcp, at most -max-body-bytes; 0 means 4 MiB (CLLAMA_MCP_MAX_BODY_BYTES)")
 	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
 	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")

@@ -69,7 +69,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 		reject(nil, err)
 		return
 	}
-	if !s.admit.enter(agent.ID) {
+	if !s.admit.enter(r.Context(), agent.ID) {
 		reject(agent, s.agentBusy(agent.ID))
 		return
 	}

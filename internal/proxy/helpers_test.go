@@ -45,7 +45,7 @@ type upstream struct {
 	handle http.HandlerFunc
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	u := &upstream{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -202,7 +202,7 @@ type pod struct {
 
 type podOption func(*Config, *Options)
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
@@ -217,13 +217,13 @@ func writeFile(t *testing.T, path, content string) {
 const podProviders = `{"providers":{"fake":{"base_url":"{UP}/v1","api_key":"` + providerKey + `","auth":"bearer"},
 	"fakeant":{"base_url":"{UP}/v1","api_key":"` + providerKey + `","auth":"x-api-key"}}}`
 
-func newPod(t *testing.T, opts ...podOption) *pod {
+func newPod(t testing.TB, opts ...podOption) *pod {
 	t.Helper()
 	return newPodWith(t, podProviders, opts...)
 }
 
 // newPodWith is newPod with another providers.json ({UP} is replaced).
-func newPodWith(t *testing.T, providers string, opts ...podOption) *pod {
+func newPodWith(t testing.TB, providers string, opts ...podOption) *pod {
 	t.Helper()
 	p := &pod{up: newUpstream(t), audit: &syncBuffer{}}
 	dir := t.TempDir()

@@ -104,7 +104,7 @@ func TestHostileConcurrentModelListsShareOneUpstreamCall(t *testing.T) {
 
 // GET /v1/models counts in the agent's requests in progress.
 func TestHostileModelListsAreAdmitted(t *testing.T) {
-	p, _, release, _ := modelsPod(t, http.StatusOK, func(c *Config, _ *Options) { c.MaxAgentConcurrency = 2 })
+	p, _, release, _ := modelsPod(t, http.StatusOK, func(c *Config, _ *Options) { c.MaxAgentConcurrency, c.QueueWait = 2, time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -58,7 +58,9 @@ func TestHostileEveryRouteBoundsTheBodyRead(t *testing.T) {
 // requests in progress are bounded there too, its bodies count in flight
 // and are bounded in size.
 func TestHostileMCPIsAdmittedLikeEveryRoute(t *testing.T) {
-	p := newPod(t, withEchoBroker, func(c *Config, _ *Options) { c.MaxAgentConcurrency, c.MCPMaxBodyBytes = 2, 64<<10 })
+	p := newPod(t, withEchoBroker, func(c *Config, _ *Options) {
+		c.MaxAgentConcurrency, c.MCPMaxBodyBytes, c.QueueWait = 2, 64<<10, time.Millisecond
+	})
 	addBob(t, p)
 	res := p.post(t, "/mcp", `{"jsonrpc":"2.0"}`)
 	if body := readAll(t, res.Body); res.StatusCode != http.StatusOK || body != "alice 17" {
@@ -86,7 +88,7 @@ func TestHostileMCPIsAdmittedLikeEveryRoute(t *testing.T) {
 
 // The routes on stored objects count in the agent's requests in progress.
 func TestHostileObjectRoutesAreAdmitted(t *testing.T) {
-	p := newPod(t, func(c *Config, _ *Options) { c.MaxAgentConcurrency = 2 })
+	p := newPod(t, func(c *Config, _ *Options) { c.MaxAgentConcurrency, c.QueueWait = 2, time.Millisecond })
 	for range 2 {
 		slowUpload(t, p, http.MethodGet, "/v1/responses/resp_1", aliceToken, 4<<10, []byte("{"))
 	}

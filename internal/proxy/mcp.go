@@ -61,7 +61,7 @@ func (s *Server) mcpCaller(r *http.Request) (*agentctx.Agent, error) {
 // serveAgentMCP admits agent's MCP request, reads its body and serves it,
 // or returns why it did not.
 func (s *Server) serveAgentMCP(w http.ResponseWriter, r *http.Request, agent *agentctx.Agent) error {
-	if !s.admit.enter(agent.ID) {
+	if !s.admit.enter(r.Context(), agent.ID) {
 		return s.agentBusy(agent.ID)
 	}
 	defer s.admit.leave(agent.ID)

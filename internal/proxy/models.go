@@ -55,7 +55,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 		reject(nil, asStatus(err))
 		return
 	}
-	if !s.admit.enter(agent.ID) {
+	if !s.admit.enter(r.Context(), agent.ID) {
 		reject(agent, s.agentBusy(agent.ID))
 		return
 	}

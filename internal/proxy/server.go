@@ -144,7 +144,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		formats:   formats.All(),
 		fallback:  formats.Fallback(),
 	}
-	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentInflightBytes, cfg.MaxAgentConcurrency)
+	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentInflightBytes, cfg.MaxAgentConcurrency, cfg.MaxQueuedPerAgent, cfg.QueueWait)
 	s.admit.idle = opts.Idle
 	s.noRoute = "cllama serves"
 	for i, f := range s.formats {

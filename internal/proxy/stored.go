@@ -173,7 +173,7 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 		reject(nil, asStatus(err))
 		return
 	}
-	if !s.admit.enter(agent.ID) {
+	if !s.admit.enter(r.Context(), agent.ID) {
 		reject(agent, s.agentBusy(agent.ID))
 		return
 	}
