@@ -102,42 +102,7 @@ func (b *builder) composeFile(ctx context.Context, plan *Plan) ([]byte, error) {
 		}
 		renameDependency(services, name, ids)
 	}
-	// The agents' side: each agent's network holds the agent, cllama (when
-	// the agent uses it) and the services it names as surfaces; a surface
-	// run as replicas joins with every replica under the service's name.
-	nets := child(root, "networks")
-	if _, ok := nets["default"]; !ok {
-		nets["default"] = doc{}
-	}
-	cllamaNets := doc{"default": nil, InternalNet: nil}
-	egress := false
-	for _, ar := range perim.Agents {
-		net := AgentNetwork(ar.Agent)
-		nets[net] = doc{"internal": true, "driver_opts": doc{bridgeInhibitIPv4: "true"}}
-		egress = egress || ar.Egress
-		for _, r := range ar.Reaches {
-			switch {
-			case r.Service == CllamaService:
-				cllamaNets[net] = nil
-			case r.Back:
-				// rendered with the agent that names this one
-			case r.Agent:
-				for _, rep := range agentContainers(byService, r.Service) {
-					if back := LinkNetwork(rep, ar.Agent); nets[back] != nil {
-						// The two name each other: one network is enough.
-						joinNetwork(services[rep].(doc), back, aliasFor(rep, r.Service))
-						continue
-					}
-					link := LinkNetwork(ar.Agent, rep)
-					nets[link] = doc{"internal": true, "driver_opts": doc{bridgeInhibitIPv4: "true"}}
-					joinNetwork(services[ar.Agent].(doc), link, "")
-					joinNetwork(services[rep].(doc), link, aliasFor(rep, r.Service))
-				}
-			default:
-				joinNetwork(services[r.Service].(doc), net, "")
-			}
-		}
-	}
+	nets, cllamaNets, egress := agentNetworks(root, services, perim, byService)
 	if egress {
 		nets[EgressNetwork] = doc{"driver_opts": doc{bridgeEnableICC: "false"}}
 	}
@@ -181,6 +146,47 @@ func (b *builder) composeFile(ctx context.Context, plan *Plan) ([]byte, error) {
 		return nil, fmt.Errorf("%s does not load back with compose-go (a claw bug; please report it): %w", GeneratedFile, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// agentNetworks renders the agents' side of the perimeter: each agent's
+// network holds the agent, cllama (when the agent uses it) and the
+// services it names as surfaces; a surface run as replicas joins with
+// every replica under the service's name. It returns the pod's networks,
+// the networks cllama joins, and whether any agent may reach out.
+func agentNetworks(root, services doc, perim *Perimeter, byService map[string][]*Workload) (nets, cllamaNets doc, egress bool) {
+	nets = child(root, "networks")
+	if _, ok := nets["default"]; !ok {
+		nets["default"] = doc{}
+	}
+	cllamaNets = doc{"default": nil, InternalNet: nil}
+	for _, ar := range perim.Agents {
+		net := AgentNetwork(ar.Agent)
+		nets[net] = doc{"internal": true, "driver_opts": doc{bridgeInhibitIPv4: "true"}}
+		egress = egress || ar.Egress
+		for _, r := range ar.Reaches {
+			switch {
+			case r.Service == CllamaService:
+				cllamaNets[net] = nil
+			case r.Back:
+				// rendered with the agent that names this one
+			case r.Agent:
+				for _, rep := range agentContainers(byService, r.Service) {
+					if back := LinkNetwork(rep, ar.Agent); nets[back] != nil {
+						// The two name each other: one network is enough.
+						joinNetwork(services[rep].(doc), back, aliasFor(rep, r.Service))
+						continue
+					}
+					link := LinkNetwork(ar.Agent, rep)
+					nets[link] = doc{"internal": true, "driver_opts": doc{bridgeInhibitIPv4: "true"}}
+					joinNetwork(services[ar.Agent].(doc), link, "")
+					joinNetwork(services[rep].(doc), link, aliasFor(rep, r.Service))
+				}
+			default:
+				joinNetwork(services[r.Service].(doc), net, "")
+			}
+		}
+	}
+	return nets, cllamaNets, egress
 }
 
 // setComposeEnv makes a service's environment the plan's.
