@@ -56,7 +56,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		reject(nil, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use POST "+r.URL.Path))
+		reject(nil, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use POST "+r.URL.Path))
 		return
 	}
 	token, ok := presentedToken(r)

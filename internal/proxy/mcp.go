@@ -9,6 +9,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // pathMCP is cllama's MCP endpoint (native mode; compiled runner
@@ -17,7 +18,7 @@ const pathMCP = "/mcp"
 
 // errMissingMCPCredentials is the 401 of an MCP request without a bearer
 // token: MCP clients send Authorization, never x-api-key.
-var errMissingMCPCredentials = errStatus(http.StatusUnauthorized, "authentication_error",
+var errMissingMCPCredentials = errStatus(http.StatusUnauthorized, apierror.TypeAuthentication,
 	"missing credentials: send Authorization: Bearer <agent-id>:<secret> (the agent's token; /claw/mcp.json and CLAW_MCP_TOKEN carry it)")
 
 // serveMCP authenticates an MCP request exactly as a model request is

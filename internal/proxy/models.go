@@ -47,7 +47,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		reject(nil, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use GET "+pathModels))
+		reject(nil, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use GET "+pathModels))
 		return
 	}
 	agent, err := s.caller(r)
@@ -75,7 +75,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if !found {
-			reject(agent, errStatus(http.StatusNotFound, "not_found_error",
+			reject(agent, errStatus(http.StatusNotFound, apierror.TypeNotFound,
 				fmt.Sprintf("model %s is not one agent %s may use (GET %s lists them)", quoteForMessage(want), agent.ID, pathModels)))
 			return
 		}
@@ -206,15 +206,15 @@ func (s *Server) fetchModels(ctx context.Context, rt *Route, h http.Header) ([]w
 	}
 	resp, err := s.transport.RoundTrip(req)
 	if err != nil {
-		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes))
 	if err != nil {
-		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: status %d", rt.Name, resp.StatusCode))
+		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: status %d", rt.Name, resp.StatusCode))
 	}
 	var list struct {
 		Data []struct {
@@ -222,7 +222,7 @@ func (s *Server) fetchModels(ctx context.Context, rt *Route, h http.Header) ([]w
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, errStatus(http.StatusBadGateway, "upstream_error", fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
 	}
 	out := make([]wire.Model, 0, len(list.Data))
 	for _, m := range list.Data {

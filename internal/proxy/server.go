@@ -302,7 +302,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == pathHealth {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, s.fallback, errStatus(http.StatusMethodNotAllowed, "invalid_request_error", "use GET /health"))
+			writeError(w, s.fallback, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use GET /health"))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -401,11 +401,11 @@ func retrySoon(se *statusError) *statusError {
 }
 
 var (
-	errMissingCredentials = errStatus(http.StatusUnauthorized, "authentication_error",
+	errMissingCredentials = errStatus(http.StatusUnauthorized, apierror.TypeAuthentication,
 		"missing credentials: send Authorization: Bearer <agent-id>:<secret> (or the same value in x-api-key)")
-	errMalformedCredentials = errStatus(http.StatusUnauthorized, "authentication_error",
+	errMalformedCredentials = errStatus(http.StatusUnauthorized, apierror.TypeAuthentication,
 		"malformed credentials: the API key must be \"<agent-id>:<secret>\" from the agent's metadata.json token")
-	errBadCredentials = errStatus(http.StatusForbidden, "permission_error", "invalid credentials")
+	errBadCredentials = errStatus(http.StatusForbidden, apierror.TypePermission, "invalid credentials")
 )
 
 func asStatus(err error) *statusError {
@@ -415,7 +415,7 @@ func asStatus(err error) *statusError {
 	}
 	var re *errRequest
 	if errors.As(err, &re) {
-		return errStatus(http.StatusBadRequest, "invalid_request_error", re.msg)
+		return errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, re.msg)
 	}
-	return errStatus(http.StatusInternalServerError, "api_error", err.Error())
+	return errStatus(http.StatusInternalServerError, apierror.TypeAPI, err.Error())
 }
