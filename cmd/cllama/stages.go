@@ -106,7 +106,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	}
 	st.rec = recorder.New(aud, hist)
 	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
-	med, err := mediate.New(mediate.Options{Runner: st.executor, Events: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
+	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
 		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 	if err != nil {
 		_ = st.Close()
@@ -121,13 +121,13 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	// Native mode: the runner's MCP client reaches the same executor and
 	// recorder on /mcp.
 	decorator := feeds.New(feeds.Options{Recorder: st.rec})
-	st.broker = broker.New(broker.Options{Runner: st.executor, Events: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
+	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
 	st.opts = proxy.Options{
 		Broker:    st.broker,
 		Owners:    st.owners,
-		Events:    st.rec,
+		Recorder:  st.rec,
 		History:   st.history,
 		Decorator: decorator,
 		Mediator:  med,

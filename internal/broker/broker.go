@@ -64,9 +64,9 @@ type Options struct {
 	// Feeds returns the agent's feeds as last fetched, by name (feeds'
 	// Decorator.Cached), for tool policy. Nil: none.
 	Feeds func(a *agentctx.Agent) map[string]string
-	// Events, when set, receives the events and entries instead of Audit
+	// Recorder, when set, receives the events and entries instead of Audit
 	// and History (cllama's one recorder).
-	Events *recorder.Recorder
+	Recorder *recorder.Recorder
 	// Pod names the pod in history entries.
 	Pod string
 	// MaxSessionsPerAgent bounds an agent's open MCP sessions; opening
@@ -120,7 +120,7 @@ func New(o Options) *Broker {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	b := &Broker{o: o, rec: o.Events, policy: policy.NewEvaluator(), agents: map[string]*agentServer{}}
+	b := &Broker{o: o, rec: o.Recorder, policy: policy.NewEvaluator(), agents: map[string]*agentServer{}}
 	if b.rec == nil {
 		b.rec = recorder.New(o.Audit, o.History)
 	}

@@ -55,10 +55,10 @@ type Options struct {
 	Audit *audit.Logger
 	// History receives one entry per mediated exchange. Nil records nothing.
 	History Recorder
-	// Events, when set, receives the events and entries instead of Audit
+	// Recorder, when set, receives the events and entries instead of Audit
 	// and History (cllama's one recorder, which writes both and feeds
 	// metrics and traces).
-	Events *recorder.Recorder
+	Recorder *recorder.Recorder
 	// StateDir is a directory the Mediator owns: continuity entries are
 	// kept there (one 0600 file each) so hidden rounds survive a restart.
 	// Empty keeps continuity in memory only.
@@ -143,7 +143,7 @@ func New(o Options) (*Mediator, error) {
 	if o.Runner == nil {
 		return nil, errors.New("mediate: Options.Runner is required")
 	}
-	rec := o.Events
+	rec := o.Recorder
 	if rec == nil {
 		rec = recorder.New(o.Audit, o.History)
 	}

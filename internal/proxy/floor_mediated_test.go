@@ -116,12 +116,12 @@ func newMediatedRig(b *testing.B, provider, svc, stateDir string) *benchRig {
 	rec := recorder.New(audit.New(io.Discard), hist)
 	ex := toolexec.New(toolexec.Options{})
 	b.Cleanup(func() { _ = ex.Close() })
-	med, err := mediate.New(mediate.Options{Runner: ex, Events: rec, StateDir: stateDir})
+	med, err := mediate.New(mediate.Options{Runner: ex, Recorder: rec, StateDir: stateDir})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir}
-	srv, err := New(cfg, Options{Events: rec, History: hist, Mediator: med})
+	srv, err := New(cfg, Options{Recorder: rec, History: hist, Mediator: med})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,11 +62,11 @@ type Options struct {
 	// Broker, when set, serves MCP on /mcp (native mode) for the agent
 	// each request authenticates as (internal/broker).
 	Broker AgentHandler
-	// Events, when set, is where every event and history entry goes
+	// Recorder, when set, is where every event and history entry goes
 	// instead of Audit and History (cllama's one recorder, which writes
 	// both and feeds metrics and traces); History is then only the
 	// writer New would otherwise open, for History().
-	Events *recorder.Recorder
+	Recorder *recorder.Recorder
 	// Owners, when set, records who owns each stored response instead of
 	// a store New opens under the state directory (replicas share one).
 	Owners owners.Registry
@@ -135,7 +135,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		transport: opts.Transport,
-		rec:       opts.Events,
+		rec:       opts.Recorder,
 		history:   opts.History,
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
@@ -192,14 +192,14 @@ func New(cfg Config, opts Options) (*Server, error) {
 	if d := cfg.DefaultProvider; d != "" && ps.get(s.now()).routes[d] == nil {
 		return nil, fmt.Errorf("CLLAMA_DEFAULT_PROVIDER: %q is not a configured provider (configured: %s)", d, ps.get(s.now()).names)
 	}
-	if s.history == nil && cfg.HistoryDir != "" && opts.Events == nil {
+	if s.history == nil && cfg.HistoryDir != "" && opts.Recorder == nil {
 		// s.rec, replaced below, is read when a file is first opened.
 		repaired := func(agent string, c jsonl.Cut) { s.rec.Emit(audit.FileRepaired(agent, c.Path, c.Offset, c.Bytes)) }
 		if s.history, err = history.NewWriterWith(cfg.HistoryDir, history.WriterOptions{OnRepair: repaired}); err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
 		}
 	}
-	if opts.Events == nil && s.history != nil {
+	if opts.Recorder == nil && s.history != nil {
 		s.rec = recorder.New(opts.Audit, s.history)
 	}
 	var b [6]byte
