@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,6 +267,60 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 			e := p.audit.waitEvent(t, audit.TypeError)
 			if e.StatusCode != StatusClientClosed {
 				t.Errorf("error event %+v", e)
+			}
+		})
+	}
+}
+
+// A runner may close its connection as soon as it has read a stream's
+// terminal event, before the provider has closed the stream (the OpenAI
+// SDKs stop at "data: [DONE]" and close the body). The runner has the
+// whole answer: the exchange is a response, with its usage, not a
+// client that went away.
+func TestRunnerLeavingAtTheTerminalEventCompletesTheStream(t *testing.T) {
+	for _, f := range testFormats {
+		t.Run(string(f), func(t *testing.T) {
+			p := newPod(t)
+			cancelled := make(chan struct{})
+			p.up.setHandler(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte(streamBody(f)))
+				w.(http.Flusher).Flush()
+				// The provider has not closed the stream yet when the
+				// runner leaves.
+				select {
+				case <-r.Context().Done():
+					close(cancelled)
+				case <-time.After(10 * time.Second):
+				}
+			})
+			resp := p.post(t, pathOf(f), requestBody(f, "fake", true))
+			got := make([]byte, len(streamBody(f)))
+			if _, err := io.ReadFull(resp.Body, got); err != nil || string(got) != streamBody(f) {
+				t.Fatalf("stream %q, err %v", got, err)
+			}
+			resp.Body.Close() // before the end of the body: the connection closes
+			select {
+			case <-cancelled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream call outlived the runner's connection")
+			}
+			var events []audit.Event
+			waitFor(t, "the exchange's last audit event", func() bool {
+				events = p.audit.events(t)
+				return slices.ContainsFunc(events, func(e audit.Event) bool {
+					return e.Type == audit.TypeResponse || e.Type == audit.TypeError
+				})
+			})
+			for _, e := range events {
+				switch e.Type {
+				case audit.TypeError:
+					t.Errorf("error event %d %q: the runner had the whole stream", e.StatusCode, e.Error)
+				case audit.TypeResponse:
+					if e.StatusCode != http.StatusOK || e.TokensIn == nil || *e.TokensIn != 11 || e.TokensOut == nil || *e.TokensOut != 3 {
+						t.Errorf("response event %+v, want 200 with the stream's usage (11 in, 3 out)", e)
+					}
+				}
 			}
 		})
 	}

@@ -237,6 +237,15 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 		s.clientGone(x)
 		return
 	}
+	if readErr != nil && st.Terminal {
+		// The terminal event reached the runner (a failed flush ended
+		// the relay above): it has the whole stream, and nothing may
+		// follow that event. What failed is only the wait for the
+		// provider to close the stream, typically cancelled because
+		// the runner closed its connection on reading that event, as
+		// the OpenAI SDKs do. The exchange is complete.
+		readErr = nil
+	}
 	if readErr == nil && !st.Done() {
 		readErr = errors.New("upstream closed the stream before it finished")
 	}
