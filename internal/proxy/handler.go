@@ -30,12 +30,76 @@ func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
 	apierror.Write(w, f, se.status, se.typ, se.msg)
 }
 
-// serveModel handles a POST to the endpoint of s.formats[fi]: edge checks,
-// identity, routing, then decoration and mediation or passthrough. With
-// count, it is the format's token-counting endpoint (wire.TokenCounter):
-// the same checks, feeds and managed tools, then one upstream call whose
-// answer is relayed as it comes.
-func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, count bool) {
+// serveGeneration handles a POST to the generation endpoint of
+// s.formats[fi]: the edge (openExchange), then the tool loop for an agent
+// with managed tools, or the request relayed as it comes.
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, fi int) {
+	f := s.formats[fi]
+	m, ok := s.openExchange(w, r, fi, f.Endpoint().Route, func(rt *Route) string { return rt.urls[fi] }, false)
+	if !ok {
+		return
+	}
+	defer m.close()
+	if m.mediated {
+		// A transcript may keep slices of the body past the exchange;
+		// the mediator sends the provider's model itself (x.Body keeps
+		// the runner's).
+		m.pb.disown()
+		s.mediator.Mediate(w, r, m.x)
+		return
+	}
+	upstream, err := upstreamBody(m.x.Body, m.body, m.info)
+	if err != nil {
+		s.failExchange(w, f, m.x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
+		return
+	}
+	s.passthrough(w, r, f, m.x, func(ctx context.Context) (*http.Response, error) { return m.send(ctx, upstream) })
+}
+
+// serveCount handles a POST to the token-counting endpoint of
+// s.formats[fi] (wire.TokenCounter): the same edge, feeds and managed
+// tools as a generation, then one upstream call whose answer is relayed
+// as it comes. A count never streams.
+func (s *Server) serveCount(w http.ResponseWriter, r *http.Request, fi int) {
+	f := s.formats[fi]
+	m, ok := s.openExchange(w, r, fi, f.(wire.TokenCounter).CountTokens().Route, func(rt *Route) string { return rt.countURLs[fi] }, true)
+	if !ok {
+		return
+	}
+	defer m.close()
+	if m.mediated {
+		m.pb.disown()
+		s.countMediated(w, r, f, m.x)
+		return
+	}
+	upstream, err := upstreamBody(m.x.Body, m.body, m.info)
+	if err != nil {
+		s.failExchange(w, f, m.x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
+		return
+	}
+	s.relayCount(w, r, f, m.x, slices.Concat(upstream...))
+}
+
+// modelExchange is a model request past the edge: its exchange, the body
+// it was built from, how it is sent, and whether the tool loop takes it.
+type modelExchange struct {
+	x        *exchange.Exchange
+	info     requestInfo
+	body     []byte
+	pb       *pooledBody
+	send     func(ctx context.Context, b [][]byte) (*http.Response, error)
+	mediated bool
+	close    func()
+}
+
+// openExchange runs the edge of a model route (endpoint, sent to the URL
+// url gives for the routed provider): method, identity, admission, the
+// body, routing, the model allow-list, stored-object ownership; then it
+// builds and audits the exchange, refuses a broken manifest and adds the
+// feeds. neverStreams marks a route whose upstream call never streams (a
+// token count). ok is false when it answered the request itself. The
+// caller calls close when the exchange is done.
+func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, endpoint string, url func(*Route) string, neverStreams bool) (m *modelExchange, ok bool) {
 	f := s.formats[fi]
 	format := exchange.Format(f.Name())
 	start := s.now()
@@ -57,67 +121,66 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		reject(nil, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use POST "+r.URL.Path))
-		return
+		return nil, false
 	}
 	token, ok := presentedToken(r)
 	if !ok {
 		reject(nil, errMissingCredentials)
-		return
+		return nil, false
 	}
 	agent, err := s.authenticate(token)
 	if err != nil {
 		reject(nil, err)
-		return
+		return nil, false
 	}
 	if !s.admit.enter(r.Context(), agent.ID) {
 		reject(agent, s.agentBusy(agent.ID))
-		return
+		return nil, false
 	}
-	defer s.admit.leave(agent.ID)
 	body, pb, release, err := s.readBody(w, r, agent.ID, s.modelBodies())
 	if err != nil {
 		reject(agent, err)
-		return
+		s.admit.leave(agent.ID)
+		return nil, false
 	}
-	defer release()
+	m = &modelExchange{body: body, pb: pb, close: func() { release(); s.admit.leave(agent.ID) }}
+	defer func() {
+		if !ok {
+			m.close()
+		}
+	}()
 	info, err := scanRequest(body, f.Governed())
 	if err != nil {
 		reject(agent, err)
-		return
+		return m, false
 	}
 	reg := s.providers.get(start)
 	route, upstreamModel, err := s.router.resolve(reg, fi, info.Model)
 	if err != nil {
 		reject(agent, err)
-		return
+		return m, false
 	}
 	info.Provider, info.Upstream = route.Name, upstreamModel
-	endpoint := f.Endpoint().Route
-	if count {
-		endpoint = f.(wire.TokenCounter).CountTokens().Route
-	}
 	if err := route.checkSpeaks(fi, endpoint); err != nil {
 		reject(agent, err)
-		return
+		return m, false
 	}
 	if err := allowModel(agent, route.Name+"/"+upstreamModel, info.Model); err != nil {
 		reject(agent, err)
-		return
+		return m, false
 	}
 	stored := s.stored[fi]
 	if stored != nil {
 		if err := s.checkContinues(stored, body, agent, route); err != nil {
 			reject(agent, err)
-			return
+			return m, false
 		}
 	}
 
-	url := route.urls[fi]
-	if count {
-		url = route.countURLs[fi]
+	if neverStreams {
 		info.Stream = false // a count never streams
 	}
-	call := &upstreamCall{route: route, url: url, header: r.Header, rawQuery: r.URL.RawQuery, hold: pb}
+	call := &upstreamCall{route: route, url: url(route), header: r.Header, rawQuery: r.URL.RawQuery, hold: pb}
 	x := &exchange.Exchange{
 		ID:            id,
 		Start:         start,
@@ -150,36 +213,16 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, fi int, coun
 
 	if agent.ToolsErr != nil {
 		s.refuseBrokenManifest(w, f, x)
-		return
+		return m, false
 	}
 	if s.decorator != nil {
 		if err := s.decorator.Decorate(r.Context(), x); err != nil {
 			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
-			return
+			return m, false
 		}
 	}
-	if mediated {
-		// A transcript may keep slices of the body past the exchange.
-		pb.disown()
-		// The mediator sends the provider's model itself (x.Body keeps
-		// the runner's).
-		if count {
-			s.countMediated(w, r, f, x)
-		} else {
-			s.mediator.Mediate(w, r, x)
-		}
-		return
-	}
-	upstream, err := upstreamBody(x.Body, body, info)
-	if err != nil {
-		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
-		return
-	}
-	if count {
-		s.relayCount(w, r, f, x, slices.Concat(upstream...))
-		return
-	}
-	s.passthrough(w, r, f, x, func(ctx context.Context) (*http.Response, error) { return sendParts(ctx, upstream) })
+	m.x, m.info, m.send, m.mediated = x, info, sendParts, mediated
+	return m, true
 }
 
 // sender is how x's upstream calls are sent: each a client span, its

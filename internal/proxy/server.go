@@ -280,11 +280,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, f := range s.formats {
 		if r.URL.Path == f.Endpoint().Route {
-			s.serveModel(w, r, i, false)
+			s.serveGeneration(w, r, i)
 			return
 		}
 		if tc, ok := f.(wire.TokenCounter); ok && r.URL.Path == tc.CountTokens().Route {
-			s.serveModel(w, r, i, true)
+			s.serveCount(w, r, i)
 			return
 		}
 	}
