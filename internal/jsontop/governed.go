@@ -145,16 +145,30 @@ func Ambiguous(b []byte, s *Shape) *Ambiguity {
 	return w.found
 }
 
-// MemberAmbiguity checks one member of an object against s's governed
-// members, given those already seen exactly spelled (bit k of *seen for
-// member k; shapes hold at most 64). It is Ambiguous for a caller that
-// walks the object itself, as the edge does while validating.
-func (s *Shape) MemberAmbiguity(rawKey []byte, seen *uint64) *Ambiguity {
-	_, a := s.check(rawKey, seen)
-	return a
+// MemberAmbiguity checks one member of an object of shape s, for a
+// caller that walks the object itself (as the edge does while validating):
+// its name against the governed members, given those already seen
+// exactly spelled (bit k of *seen for member k; shapes hold at most 64),
+// and, when it is governed with a nested shape, the object its value
+// holds or each object of the array it holds, as Ambiguous does. value is
+// the member's valid JSON value.
+func (s *Shape) MemberAmbiguity(rawKey, value []byte, seen *uint64) *Ambiguity {
+	k, a := s.check(rawKey, seen)
+	if a != nil || k < 0 {
+		return a
+	}
+	name := s.members[k].name
+	inner := s.nested[name]
+	if inner == nil {
+		return nil
+	}
+	w := shapeWalk{b: value, path: []pathStep{{member: name}}}
+	w.value(SkipSpace(value, 0), inner)
+	return w.found
 }
 
-// check is MemberAmbiguity, also returning the index of the governed
+// check checks rawKey against s's governed members (see
+// MemberAmbiguity), also returning the index of the governed
 // member rawKey spells exactly (-1 for none).
 func (s *Shape) check(rawKey []byte, seen *uint64) (int, *Ambiguity) {
 	k, exact, ok := s.match(rawKey)
@@ -171,30 +185,6 @@ func (s *Shape) check(rawKey []byte, seen *uint64) (int, *Ambiguity) {
 	}
 	*seen |= 1 << k
 	return k, nil
-}
-
-// NestedAmbiguity checks the value of a member of an object of shape s
-// (a caller walking that object itself, as MemberAmbiguity): when the
-// member is governed with a nested shape, the object it holds, or each
-// object of the array it holds, is checked as Ambiguous does. rawKey is
-// the member's raw key, known to be spelled exactly (MemberAmbiguity
-// accepted it); value is its valid JSON value.
-func (s *Shape) NestedAmbiguity(rawKey, value []byte) *Ambiguity {
-	if len(s.nested) == 0 {
-		return nil
-	}
-	k, exact, ok := s.match(rawKey)
-	if !ok || !exact {
-		return nil
-	}
-	name := s.members[k].name
-	inner := s.nested[name]
-	if inner == nil {
-		return nil
-	}
-	w := shapeWalk{b: value, path: []pathStep{{member: name}}}
-	w.value(SkipSpace(value, 0), inner)
-	return w.found
 }
 
 // match finds the governed member rawKey names under Fold: its index, and

@@ -45,7 +45,7 @@ func scanRequest(body []byte, shape *jsontop.Shape) (requestInfo, error) {
 		if err != nil {
 			return
 		}
-		if a := shape.MemberAmbiguity(key, &seen); a != nil {
+		if a := shape.MemberAmbiguity(key, body[start:end], &seen); a != nil {
 			err = ambiguous(a)
 			return
 		}
@@ -64,10 +64,6 @@ func scanRequest(body []byte, shape *jsontop.Shape) (requestInfo, error) {
 			case "false", "null":
 			default:
 				err = badRequest(`"stream" must be true or false`)
-			}
-		default:
-			if a := shape.NestedAmbiguity(key, body[start:end]); a != nil {
-				err = ambiguous(a)
 			}
 		}
 	})
