@@ -285,12 +285,14 @@ func dedupe(s []string) []string {
 // and its audit event.
 func (t *turn) answer(round int, p *pending) (history.ToolCall, wire.Result) {
 	start := p.start.Milliseconds()
+	// admit computed the arguments as executed (p.args), and kept the
+	// model's own (p.model) only where they differ.
 	args := p.model
 	if args == nil {
 		args = p.args
 	}
 	f := toolcall.Fact{Agent: t.x.Agent.ID, RequestID: t.x.ID, Format: string(t.x.Format), Model: t.x.Model, Mode: manifest.ModeMediated, Round: round,
-		Name: p.call.Name, Tool: p.tool, Arguments: args, Envelope: p.env, StartMS: &start, LatencyMS: p.latency,
+		Name: p.call.Name, Tool: p.tool, Arguments: args, Executed: p.args, Envelope: p.env, StartMS: &start, LatencyMS: p.latency,
 		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount}
 	tc := f.Trace()
 	if status := toolcall.Status(p.env); p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {

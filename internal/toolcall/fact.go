@@ -29,7 +29,10 @@ type Fact struct {
 	// Arguments are the caller's own (a JSON object, or the text it sent
 	// quoted).
 	Arguments json.RawMessage
-	Envelope  toolexec.Envelope
+	// Executed, when set, is Arguments as executed, already computed by
+	// the caller (Executed); Trace computes it otherwise.
+	Executed json.RawMessage
+	Envelope toolexec.Envelope
 	// StartMS is when the call started from its round's start (mediated);
 	// LatencyMS how long it ran.
 	StartMS   *int64
@@ -49,7 +52,11 @@ func (f *Fact) Trace() history.ToolCall {
 		Mode: f.Mode, DuplicateOfRound: f.DuplicateOfRound, DuplicateCount: f.DuplicateCount}
 	if f.Tool != nil {
 		tc.Name, tc.Service = f.Tool.Name, f.Tool.Execution.Service
-		if executed := Executed(f.Arguments, f.Agent, f.Tool); !bytes.Equal(executed, f.Arguments) {
+		executed := f.Executed
+		if executed == nil {
+			executed = Executed(f.Arguments, f.Agent, f.Tool)
+		}
+		if !bytes.Equal(executed, f.Arguments) {
 			tc.Arguments, tc.ModelArguments = executed, f.Arguments
 		}
 	}
