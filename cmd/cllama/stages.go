@@ -5,14 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/clawdapus/clawgo/internal/admin"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -39,9 +44,24 @@ type stages struct {
 	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
+	// pod is the pod-wide settings (<auth>/pod.json).
+	pod *manifest.Pod
+	// alerts is the pod's webhook (alerts.Discard without one); webhook
+	// the same when it is one, to stop it.
+	alerts  alerts.Sink
+	webhook *alerts.Webhook
+	// admin is the operator's listener, when CLLAMA_ADMIN_ADDR is set.
+	admin *admin.Server
 }
 
 func (s *stages) Close() error {
+	if s.webhook != nil {
+		// Give the events of the last moments a chance to leave.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.webhook.Flush(ctx)
+		cancel()
+		s.webhook.Close()
+	}
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
@@ -58,7 +78,10 @@ func (s *stages) Close() error {
 }
 
 func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages, error) {
-	st := &stages{}
+	st := &stages{alerts: alerts.Discard}
+	if err := st.wireOperator(cfg, stderr); err != nil {
+		return nil, err
+	}
 	if cfg.HistoryDir != "" {
 		opts, err := history.ParseSync(cfg.HistoryFsync)
 		if err != nil {
@@ -125,6 +148,8 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
 	st.opts = proxy.Options{
+		Admin:     st.admin,
+		Alerts:    st.alerts,
 		Broker:    st.broker,
 		Owners:    st.owners,
 		Recorder:  st.rec,
@@ -133,4 +158,41 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		Mediator:  med,
 	}
 	return st, nil
+}
+
+// wireOperator reads the pod-wide settings and builds what serves the
+// operator: the alert webhook and the admin listener's routes.
+func (st *stages) wireOperator(cfg proxy.Config, stderr io.Writer) error {
+	pod, err := manifest.ReadPod(cfg.AuthDir)
+	if err != nil {
+		return fmt.Errorf("%w (CLAW_AUTH_DIR %s; recompile the pod with claw compile)", err, cfg.AuthDir)
+	}
+	st.pod = pod
+	if pod.Alerts != nil {
+		name := pod.Name
+		if name == "" {
+			name = cfg.Pod
+		}
+		st.webhook = alerts.NewWebhook(pod.Alerts, name, alerts.Options{})
+		st.alerts = st.webhook
+		fmt.Fprintln(stderr, "cllama: alerts go to the pod's webhook (x-claw.alerts)")
+	}
+	if cfg.AdminAddr == "" {
+		return nil
+	}
+	token := cfg.AdminToken
+	if cfg.AdminTokenFile != "" {
+		if token, err = admin.ReadToken(cfg.AdminTokenFile); err != nil {
+			return err
+		}
+	}
+	if st.admin, err = admin.New(token); err != nil {
+		return fmt.Errorf("CLLAMA_ADMIN_TOKEN(_FILE): %w", err)
+	}
+	// What an operator's client checks its token and address with.
+	about := map[string]string{"pod": cfg.Pod, "version": version.String("cllama")}
+	st.admin.Handle("GET /api/pod", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		admin.WriteJSON(w, http.StatusOK, about)
+	}))
+	return nil
 }
