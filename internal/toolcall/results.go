@@ -34,7 +34,7 @@ const CodeUnknownHandle = "unknown_handle"
 // whose tools can produce one) and pass it to Run like any tool: Run
 // answers it from Call.Results, never calling a Runner.
 var ReadResult = &manifest.Tool{Name: resultstore.ToolName, Description: resultstore.ToolDescription, InputSchema: resultstore.ToolSchema,
-	Annotations: &manifest.Annotations{Title: "Read a kept tool result", ReadOnly: ptr(true), ParallelSafe: ptr(true)}}
+	Annotations: &manifest.Annotations{ReadOnly: ptr(true), ParallelSafe: ptr(true)}}
 
 func ptr[T any](v T) *T { return &v }
 
