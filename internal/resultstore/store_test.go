@@ -444,3 +444,22 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+// Two cllama replicas sharing Redis read each other's handles, with the
+// same refusals.
+func TestRedisSharedByReplicas(t *testing.T) {
+	rc := redisClient(t)
+	one, two := NewRedis(rc, RedisOptions{Pod: "desk"}), NewRedis(rc, RedisOptions{Pod: "desk"})
+	sc := Scope{Agent: "a", Conversation: "mcp:s"}
+	body := report()
+	h := put(t, one, sc, body, time.Hour)
+	if got, ok := read(t, two, sc, h); !ok || !bytes.Equal(got, body) {
+		t.Fatalf("the other replica: ok=%v, %d bytes", ok, len(got))
+	}
+	if _, ok := read(t, two, Scope{Agent: "b", Conversation: "mcp:s"}, h); ok {
+		t.Fatal("another agent read the handle on the other replica")
+	}
+	if _, ok := read(t, NewRedis(rc, RedisOptions{Pod: "other-pod"}), sc, h); ok {
+		t.Fatal("another pod's store read the handle")
+	}
+}

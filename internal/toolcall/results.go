@@ -96,6 +96,11 @@ func keep(ctx context.Context, c Call, env toolexec.Envelope, limit int) (toolex
 		out.Note = fmt.Sprintf("the result was over cllama's bound of %d bytes for one result: only its first %d bytes were kept and can be read", c.Results.Store.Limits().MaxResultBytes, len(body))
 	}
 	out.Data = head(out, body, limit)
+	if out.Note != "" && len(Encode(out)) > limit {
+		// A cap too small for the whole note: the short one.
+		out.Note = fmt.Sprintf("only the first %d bytes were kept", len(body))
+		out.Data = head(out, body, limit)
+	}
 	return out, &Kept{Handle: h, Size: len(body)}
 }
 
