@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -462,4 +464,59 @@ func TestRedisSharedByReplicas(t *testing.T) {
 	if _, ok := read(t, NewRedis(rc, RedisOptions{Pod: "other-pod"}), sc, h); ok {
 		t.Fatal("another pod's store read the handle")
 	}
+}
+
+// FuzzRead holds reads of any result (binary too) to their contract: a
+// range answer is JSON within its budget whose text is the result's
+// bytes at its offset (where they are valid UTF-8); a search answer is
+// JSON whose lines start where it says.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte("a\nbb\nccc\n"), int64(1), int64(3), "b", false, 1)
+	f.Add([]byte("\xff\xfe\n\u00e9\u00e9\n"), int64(1), int64(2), "\u00e9", false, 0)
+	f.Add(bytes.Repeat([]byte("x<>&\"\\\n"), 400), int64(5), int64(0), "x.", true, 2)
+	f.Fuzz(func(t *testing.T, body []byte, off, length int64, grep string, regex bool, ctxLines int) {
+		b := memBody{bytes.NewReader(body)}
+		const budget = 1024
+		ans, err := ReadRange(b, Args{Offset: max(0, off), Length: max(0, length)}, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Offset, Length int64
+			Text           string
+		}
+		if err := json.Unmarshal(ans.Data, &r); err != nil || len(ans.Data) > budget {
+			t.Fatalf("range answer %q (%d bytes): %v", ans.Data, len(ans.Data), err)
+		}
+		if r.Offset < 0 || r.Offset+r.Length > int64(len(body)) {
+			t.Fatalf("range %d+%d outside %d bytes", r.Offset, r.Length, len(body))
+		}
+		if seg := body[r.Offset : r.Offset+r.Length]; utf8.Valid(seg) && r.Text != string(seg) {
+			t.Fatalf("text %q is not the bytes at %d: %q", r.Text, r.Offset, seg)
+		}
+		if grep == "" || len(grep) > MaxPattern {
+			return
+		}
+		a := Args{Grep: grep, Regex: regex, ContextLines: min(max(ctxLines, 0), MaxContextLines), Offset: max(0, off)}
+		ans, err = Grep(b, a, budget)
+		if errors.Is(err, ErrArgs) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g struct {
+			Matches []struct {
+				Offset int64
+			}
+		}
+		if err := json.Unmarshal(ans.Data, &g); err != nil {
+			t.Fatalf("search answer %q: %v", ans.Data, err)
+		}
+		for _, m := range g.Matches {
+			if m.Offset < 0 || m.Offset > int64(len(body)) || (m.Offset > a.Offset && body[m.Offset-1] != '\n' && (m.Offset-a.Offset)%linePiece != 0) {
+				t.Fatalf("a line said to start at %d does not", m.Offset)
+			}
+		}
+	})
 }
