@@ -266,6 +266,12 @@ func Grep(b Body, a Args, budget int) (Answer, error) {
 		m := window(l, at)
 		m.Context = ctx
 		cost := jsontop.StringLen(m.Text) + 48
+		if used+cost > room && len(ans.Matches) == 0 && !ctx {
+			// The first match must show, or a search could never get
+			// past it: its text is cut to the room there is.
+			m.Text = string(fitText([]byte(m.Text), max(0, room-48)))
+			cost = room
+		}
 		if used+cost > room {
 			return false
 		}

@@ -520,3 +520,34 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// A search under a budget too small for its first matching line still
+// shows it (cut) and moves on, so going on from next_offset ends.
+func TestGrepProgressesUnderATinyBudget(t *testing.T) {
+	body := []byte(strings.Repeat(strings.Repeat("y", 400)+" hit\n", 5))
+	b := memBody{bytes.NewReader(body)}
+	off, seen := int64(0), 0
+	for range 10 {
+		ans, err := Grep(b, Args{Grep: "hit", Offset: off}, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Count      int
+			Complete   bool
+			NextOffset *int64 `json:"next_offset"`
+		}
+		_ = json.Unmarshal(ans.Data, &r)
+		seen += r.Count
+		if r.Complete {
+			break
+		}
+		if *r.NextOffset <= off {
+			t.Fatalf("next_offset %d does not move past %d", *r.NextOffset, off)
+		}
+		off = *r.NextOffset
+	}
+	if seen != 5 {
+		t.Fatalf("%d matches found, want 5", seen)
+	}
+}
