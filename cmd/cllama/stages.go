@@ -26,6 +26,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/sharedstate"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
+	"github.com/redis/go-redis/v9"
 )
 
 var flagHelp = flag.ErrHelp
@@ -108,13 +109,14 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		st.history = hw
 	}
 	var shared mediate.ContinuityStore
+	var redisClient *redis.Client
 	if cfg.StateURL != "" {
 		c, err := sharedstate.Open(context.Background(), cfg.StateURL)
 		if err != nil {
 			_ = st.Close()
 			return nil, err
 		}
-		st.redis = c
+		st.redis, redisClient = c, c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
@@ -128,9 +130,17 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		hist = st.history
 	}
 	st.rec = recorder.New(aud, hist)
-	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
+	results, err := openResults(cfg, redisClient, stderr)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	// The executor reads a service's answer up to the bound of one kept
+	// result: what is over a tool's cap is kept, not lost.
+	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP,
+		MaxResponseBytes: max(toolexec.DefaultMaxResponseBytes, results.Limits().MaxResultBytes)})
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
-		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
+		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes, Results: results})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
@@ -146,7 +156,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	decorator := feeds.New(feeds.Options{Recorder: st.rec})
 	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
-		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
+		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Results: results})
 	st.opts = proxy.Options{
 		Admin:     st.admin,
 		Alerts:    st.alerts,

@@ -215,6 +215,9 @@ type PolicySpec struct {
 	// MaxParallel bounds the parallel-safe calls of one model response
 	// that run at the same time.
 	MaxParallel *int
+	// ResultTTLMS is result-ttl (a duration such as "30m") in
+	// milliseconds: how long a kept result's handle stays readable.
+	ResultTTLMS *int
 }
 
 // MCPStdio is x-claw.mcp-stdio: the stdio MCP server the wrapper runs.

@@ -79,6 +79,14 @@ type Config struct {
 	// zero means mediate's defaults.
 	ContinuityMaxBytes      int64
 	ContinuityMaxEntryBytes int64
+	// ResultMaxBytes bounds one kept tool result (a longer one is cut,
+	// saying so), ResultStoreAgentBytes one agent's kept results and
+	// ResultStoreBytes all of them (CLLAMA_RESULT_MAX_BYTES,
+	// CLLAMA_RESULT_STORE_AGENT_BYTES, CLLAMA_RESULT_STORE_BYTES); zero
+	// means resultstore's defaults (64 MiB, 256 MiB, 1 GiB).
+	ResultMaxBytes        int64
+	ResultStoreAgentBytes int64
+	ResultStoreBytes      int64
 	// StoredIDsMax bounds how many stored responses (Responses API) cllama
 	// remembers the owner of, the oldest forgotten first
 	// (CLLAMA_STORED_IDS_MAX / -stored-ids-max). They are kept in
@@ -314,6 +322,9 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	size(&c.MCPMaxBodyBytes, "CLLAMA_MCP_MAX_BODY_BYTES")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
+	size(&c.ResultMaxBytes, "CLLAMA_RESULT_MAX_BYTES")
+	size(&c.ResultStoreAgentBytes, "CLLAMA_RESULT_STORE_AGENT_BYTES")
+	size(&c.ResultStoreBytes, "CLLAMA_RESULT_STORE_BYTES")
 	count := func(dst *int, key string) {
 		if v := env[key]; v != "" {
 			n, err := strconv.Atoi(v)
@@ -405,6 +416,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("-max-body-bytes: must be > 0")
 	case c.ContinuityMaxBytes < 0, c.ContinuityMaxEntryBytes < 0:
 		return c, fmt.Errorf("-continuity-max-bytes, -continuity-max-entry-bytes: must be >= 0")
+	case c.ResultMaxBytes < 0, c.ResultStoreAgentBytes < 0, c.ResultStoreBytes < 0:
+		return c, fmt.Errorf("-result-max-bytes, -result-store-agent-bytes, -result-store-bytes: must be >= 0")
 	case c.StoredIDsMax <= 0:
 		return c, fmt.Errorf("-stored-ids-max: must be > 0")
 	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0,
@@ -441,6 +454,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
 	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
+	fs.Int64Var(&c.ResultMaxBytes, "result-max-bytes", c.ResultMaxBytes, "largest tool result kept whole behind a handle, a longer one cut; 0 means 64 MiB (CLLAMA_RESULT_MAX_BYTES)")
+	fs.Int64Var(&c.ResultStoreAgentBytes, "result-store-agent-bytes", c.ResultStoreAgentBytes, "kept tool results one agent may hold, its oldest dropped beyond; 0 means 256 MiB (CLLAMA_RESULT_STORE_AGENT_BYTES)")
+	fs.Int64Var(&c.ResultStoreBytes, "result-store-bytes", c.ResultStoreBytes, "kept tool results in all, the oldest dropped beyond; 0 means 1 GiB (CLLAMA_RESULT_STORE_BYTES)")
 	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
 	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
 	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
