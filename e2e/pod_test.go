@@ -27,6 +27,7 @@ type pod struct {
 	dir     string // the pod's directory (a copy of the example)
 	project string // compose project, = the pod's name
 	claw    string // the claw binary
+	up      string // what claw up printed
 }
 
 // repoRoot is the module root, two levels above this file's package.
@@ -187,7 +188,7 @@ func startPod(t *testing.T, example, extraServices string) *pod {
 
 	p := &pod{t: t, dir: dir, project: project, claw: claw}
 	t.Cleanup(p.down)
-	run(t, dir, 5*time.Minute, claw, "up", "-d")
+	p.up = run(t, dir, 5*time.Minute, claw, "up", "-d")
 	return p
 }
 

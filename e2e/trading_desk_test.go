@@ -90,6 +90,7 @@ func tradingDesk(t *testing.T) {
 	}
 
 	t.Run("perimeter", func(t *testing.T) { checkPerimeter(t, p) })
+	t.Run("operator reaches the admin listener", func(t *testing.T) { checkAdmin(t, p) })
 
 	t.Run("runners keep their native tools", func(t *testing.T) {
 		for agent, s := range summaries {
