@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -43,6 +44,10 @@ type step struct {
 	Hold   bool   // wait until the request is canceled
 	// RetryAfter is the Retry-After header of a non-2xx step.
 	RetryAfter string
+	// A streamed answer: Gap between events; FailAfter events then the
+	// format's error event; CutAfter events then the end of the body.
+	Gap                 time.Duration
+	FailAfter, CutAfter int
 }
 
 // upReq is what the upstream received.

@@ -224,10 +224,19 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 		return
 	}
 	rs = newResponder(w, f, t.req.Stream, m.opt.KeepaliveInterval)
+	ctx := r.Context()
+	if t.req.Stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		if t.live = newLiveStream(f, rs, t.req.IncludeUsage, cancel); t.live != nil {
+			t.live.f.PrepareStreamingUpstream(t.req)
+		}
+	}
 	rs.startKeepalive()
-	out := t.run(r.Context())
+	out := t.run(ctx)
 	rs.stopKeepalive()
-	if out.fail == nil && out.resp.ID != "" && x.Created != nil {
+	if out.fail == nil && out.resp.ID != "" && x.Created != nil && t.live == nil {
 		// The runner may read or continue from the response it is
 		// answered with: its owner is recorded before it sees the id.
 		x.Created(out.resp.ID)

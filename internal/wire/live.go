@@ -47,3 +47,10 @@ type Live interface {
 	// the stop reason and usage (total, summed over the rounds).
 	Finish(resp *Response, total Usage) ([]Event, error)
 }
+
+// LiveErrorer is a Live whose in-band error event depends on the stream
+// so far (Responses: its sequence_number continues the lifecycle's);
+// others use Format.ErrorEvent.
+type LiveErrorer interface {
+	ErrorEvent(errType, msg string) Event
+}

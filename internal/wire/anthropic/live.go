@@ -15,8 +15,8 @@ func (Format) PrepareStreamingUpstream(r *wire.Request) {
 	r.Fields["stream"] = json.RawMessage("true")
 }
 
-// NewLive implements wire.LiveStreaming: one message_start (the first
-// round's) … message_stop, every round's content blocks but its tool_use
+// NewLive implements wire.LiveStreaming: one message_start (that of the
+// round whose content was shown first) … message_stop, every round's content blocks but its tool_use
 // blocks forwarded as they come with their indexes renumbered across the
 // rounds, the runner's own tool_use blocks of the final response after
 // them, and one message_delta with the stop reason and the summed usage.
@@ -28,6 +28,9 @@ func (f Format) ReplacedTail(resp *wire.Response) ([]json.RawMessage, error) {
 }
 
 type live struct {
+	// opening is the message_start to send with the first content;
+	// started once it was sent.
+	opening []byte
 	started bool
 	// next is the runner-side index of the next block; blocks maps the
 	// current round's upstream indexes to the runner's (-1: withheld).
@@ -54,11 +57,14 @@ func (l *live) Observe(name string, data []byte) ([]wire.Event, error) {
 	}
 	switch ev.Type {
 	case "message_start":
-		if l.started {
-			return nil, nil
+		if !l.started {
+			// Sent with the first content: until then, the message is the
+			// latest round's, so a turn that shows nothing before its final
+			// round is that round's message, and one that fails first gets
+			// a status rather than an event.
+			l.opening = append(l.opening[:0], data...)
 		}
-		l.started = true
-		return []wire.Event{{Name: ev.Type, Data: data}}, nil
+		return nil, nil
 	case "content_block_start", "content_block_delta", "content_block_stop":
 	default:
 		return nil, nil // ping, message_delta, message_stop: the turn's own come at the end
@@ -92,7 +98,16 @@ func (l *live) Observe(name string, data []byte) ([]wire.Event, error) {
 	}
 	obj["index"] = json.RawMessage(fmt.Sprint(at))
 	b, err := json.Marshal(obj)
-	return []wire.Event{{Name: ev.Type, Data: b}}, err
+	return append(l.open(), wire.Event{Name: ev.Type, Data: b}), err
+}
+
+// open returns the lifecycle's message_start when it was not sent yet.
+func (l *live) open() []wire.Event {
+	if l.started || l.opening == nil {
+		return nil
+	}
+	l.started = true
+	return []wire.Event{{Name: "message_start", Data: l.opening}}
 }
 
 func (l *live) EndRound() ([]wire.Event, error) {
@@ -105,7 +120,7 @@ func (l *live) Finish(resp *wire.Response, total wire.Usage) ([]wire.Event, erro
 	if err != nil {
 		return nil, err
 	}
-	var events []wire.Event
+	events := l.open()
 	var firstErr error
 	emit := func(name string, payload any) {
 		b, err := json.Marshal(payload)

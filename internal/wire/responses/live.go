@@ -20,9 +20,9 @@ func (f Format) PrepareStreamingUpstream(r *wire.Request) {
 }
 
 // NewLive implements wire.LiveStreaming: one response.created …
-// response.completed lifecycle (the first round's response.created, the
-// final round's response, with the summed usage, in the terminal event),
-// numbered by one sequence: one message output item (output_index 0)
+// response.completed lifecycle (the response.created of the round whose
+// text was shown first, the final round's response, with the summed usage
+// and that id, in the terminal event), numbered by one sequence: one message output item (output_index 0)
 // holding every round's text as one output_text part, its deltas sent as
 // they come, then the runner's own calls of the final round as items of
 // their own. Reasoning items and the managed calls of hidden rounds are not
@@ -39,12 +39,18 @@ func (f Format) ReplacedTail(resp *wire.Response) ([]json.RawMessage, error) {
 const evTextDelta = "response.output_text.delta"
 
 type live struct {
-	s       streamer
+	s streamer
+	// opening is the response of the response.created to send with the
+	// first text; started once it was sent.
+	opening json.RawMessage
 	started bool
 	// msgID is the message item's id, set once it was added; text is
 	// everything its deltas carried.
 	msgID string
 	text  strings.Builder
+	// id is the lifecycle's response id (the first round's): the SDKs
+	// refuse a terminal event of another response.
+	id json.RawMessage
 }
 
 // liveEvent is the part of an upstream event Observe reads.
@@ -76,15 +82,19 @@ func (l *live) Observe(name string, data []byte) ([]wire.Event, error) {
 	}
 	if typ == evCreated {
 		if !l.started {
-			l.open(ev.Response)
+			// Sent with the first text: until then the response is the
+			// latest round's, so a turn that shows nothing before its final
+			// round is that round's response (its id the one to continue
+			// from), and one that fails first gets a status, not an event.
+			l.opening = append(l.opening[:0], ev.Response...)
 		}
-		return l.take()
+		return nil, nil
 	}
 	if ev.Delta == "" {
 		return nil, nil
 	}
 	if !l.started {
-		l.open(json.RawMessage(`{"object":"response","status":"in_progress","output":[],"usage":null}`))
+		l.open(l.opening)
 	}
 	if l.msgID == "" {
 		l.msgID = ev.ItemID
@@ -114,6 +124,7 @@ func (l *live) open(raw json.RawMessage) {
 	if json.Unmarshal(raw, &resp) != nil || resp == nil {
 		resp = map[string]json.RawMessage{}
 	}
+	l.id = resp["id"]
 	resp["status"] = json.RawMessage(`"in_progress"`)
 	resp["output"] = json.RawMessage("[]")
 	resp["usage"] = json.RawMessage("null")
@@ -135,7 +146,10 @@ func (l *live) Finish(resp *wire.Response, total wire.Usage) ([]wire.Event, erro
 		return nil, err
 	}
 	if !l.started {
-		l.open(v.raw)
+		if l.opening == nil {
+			l.opening = v.raw
+		}
+		l.open(l.opening)
 	}
 	var output []json.RawMessage
 	if l.msgID != "" {
@@ -158,6 +172,9 @@ func (l *live) Finish(resp *wire.Response, total wire.Usage) ([]wire.Event, erro
 	for k, val := range v.top {
 		top[k] = val
 	}
+	if len(l.id) > 0 {
+		top["id"] = l.id
+	}
 	if top["output"], err = json.Marshal(output); err != nil {
 		return nil, err
 	}
@@ -176,4 +193,20 @@ func (l *live) Finish(resp *wire.Response, total wire.Usage) ([]wire.Event, erro
 	}
 	l.s.emit(done, map[string]any{"response": top})
 	return l.take()
+}
+
+// ErrorEvent is the format's error event numbered in the lifecycle's
+// sequence, for a turn that fails after its stream started.
+func (l *live) ErrorEvent(errType, msg string) wire.Event {
+	ev := Format{}.ErrorEvent(errType, msg)
+	obj, err := wire.DecodeObject(ev.Data)
+	if err != nil {
+		return ev
+	}
+	obj["sequence_number"] = json.RawMessage(fmt.Sprint(l.s.seq))
+	l.s.seq++
+	if b, err := wire.MarshalUnescaped(obj); err == nil {
+		ev.Data = b
+	}
+	return ev
 }
