@@ -3,6 +3,7 @@ package mediate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -188,6 +189,7 @@ func (l *liveStream) finish(t *turn, resp *wire.Response) outcome {
 			t.x.Created(seen.ID)
 		}
 	}
+	l.alias(t, body, resp)
 	if len(t.hidden) > 0 && !t.req.ProviderHolds {
 		l.remember(t, resp, body, note)
 	}
@@ -238,4 +240,48 @@ func (l *liveStream) remember(t *turn, resp *wire.Response, body []byte, note st
 		entry = append(append(append(entry, replacesAnswer), t.hidden...), tail...)
 	}
 	t.keep(msgs, entry)
+}
+
+// aliasKey is where the final response id of a lifecycle whose id is
+// another round's is kept.
+func aliasKey(f wire.Format, agent, id string) string {
+	return continuityKey(f.Name(), agent, chain(sha256.Sum256([]byte("response alias\x00"+id))))
+}
+
+// alias keeps, for a format whose requests continue from a response id,
+// the final round's id under the lifecycle's when they differ (text was
+// shown in a hidden round): a runner continuing from the id it received
+// continues from the turn's end (continueFrom).
+func (l *liveStream) alias(t *turn, body []byte, resp *wire.Response) {
+	if _, ok := l.f.(wire.LiveContinuing); !ok || t.m.opt.Continuity == nil {
+		return
+	}
+	seen, err := l.f.ParseResponse(body)
+	if err != nil || seen.ID == "" || seen.ID == resp.ID || resp.ID == "" {
+		return
+	}
+	err = t.m.opt.Continuity.PutOnce(context.WithoutCancel(t.ctx), aliasKey(l.f, t.x.Agent.ID, seen.ID), []json.RawMessage{wire.Quote(resp.ID)})
+	if err != nil {
+		t.m.auditError(t.x, "continuity store: the final response id of a streamed turn was not kept: "+err.Error())
+	}
+}
+
+// continueFrom makes a request continuing from a live lifecycle's id
+// continue from that turn's final response.
+func continueFrom(ctx context.Context, f wire.ToolLoop, store ContinuityStore, agent string, req *wire.Request) {
+	lc, ok := f.(wire.LiveContinuing)
+	if !ok || store == nil {
+		return
+	}
+	id := lc.ContinuesFrom(req)
+	if id == "" {
+		return
+	}
+	entry, ok := store.Get(ctx, aliasKey(f, agent, id))
+	if !ok || len(entry) != 1 {
+		return
+	}
+	if final, ok := wire.String(entry[0]); ok && final != "" {
+		lc.ContinueFrom(req, final)
+	}
 }

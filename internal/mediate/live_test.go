@@ -241,3 +241,28 @@ func TestLiveProviderAnsweringJSON(t *testing.T) {
 		})
 	}
 }
+
+// A Responses runner that continues from the id of a lifecycle whose text
+// began in a hidden round continues from the turn's final response, the
+// one whose stored chain holds the hidden rounds.
+func TestLiveResponsesContinuesFromTheFinalResponse(t *testing.T) {
+	k := responsesKit{}
+	h := newHarness(t, k, harnessOptions{})
+	h.up.script = []step{
+		{Text: "Looking. ", Calls: []tcall{call("c1", echo, `{"q":"a"}`)}},
+		{Text: "Found it."},
+		{Text: "Next."},
+	}
+	res := h.post(context.Background(), k.runnerRequest(hello, nil, true, nil))
+	evs := events(t, res.Body)
+	if !strings.Contains(string(evs[0].Data), `"id":"resp_0"`) {
+		t.Fatalf("the lifecycle is not the first round's: %s", evs[0].Data)
+	}
+	h.waitEntries(t, 1)
+	next := k.runnerRequest([]tmsg{{Role: "user", Text: "more?"}}, nil, true, map[string]any{"previous_response_id": "resp_0"})
+	k.decodeFinal(t, h.post(context.Background(), next), true)
+	h.waitEntries(t, 2)
+	if got := string(topMember(h.up.requests()[2].Raw, "previous_response_id")); got != `"resp_1"` {
+		t.Errorf("the next turn continues upstream from %s, want the final round's response", got)
+	}
+}

@@ -120,6 +120,9 @@ func (m *Mediator) presentTurn(ctx context.Context, x *exchange.Exchange, f wire
 		req.Fields["model"] = wire.Quote(x.UpstreamModel)
 	}
 	t.req = req
+	if req.ProviderHolds {
+		continueFrom(ctx, f, m.opt.Continuity, x.Agent.ID, req)
+	}
 	cat, err := m.catalogs.get(x.Agent.Tools, m.loopList)
 	if err != nil {
 		return nil, &failure{status: http.StatusInternalServerError, errType: apierror.TypeManifest, msg: "cllama: agent " + x.Agent.ID + ": " + err.Error()}

@@ -54,3 +54,15 @@ type Live interface {
 type LiveErrorer interface {
 	ErrorEvent(errType, msg string) Event
 }
+
+// LiveContinuing is a LiveStreaming format whose requests continue from a
+// stored response by its id (Responses previous_response_id). A live
+// lifecycle's id is that of the round whose text was shown first, which
+// may be a hidden round's: cllama then maps it to the final round's, the
+// one whose stored chain holds the whole turn.
+type LiveContinuing interface {
+	// ContinuesFrom is the id r continues from ("" when none).
+	ContinuesFrom(r *Request) string
+	// ContinueFrom makes r continue from id instead.
+	ContinueFrom(r *Request, id string)
+}

@@ -9,7 +9,21 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-var _ wire.LiveStreaming = Format{}
+var (
+	_ wire.LiveStreaming  = Format{}
+	_ wire.LiveContinuing = Format{}
+)
+
+// ContinuesFrom implements wire.LiveContinuing.
+func (Format) ContinuesFrom(r *wire.Request) string {
+	id, _ := wire.String(r.Fields["previous_response_id"])
+	return id
+}
+
+// ContinueFrom implements wire.LiveContinuing.
+func (Format) ContinueFrom(r *wire.Request, id string) {
+	r.Fields["previous_response_id"] = wire.Quote(id)
+}
 
 // PrepareStreamingUpstream implements wire.LiveStreaming: PrepareUpstream's
 // settings, streaming (a Responses stream always ends with the whole
