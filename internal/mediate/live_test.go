@@ -266,3 +266,37 @@ func TestLiveResponsesContinuesFromTheFinalResponse(t *testing.T) {
 		t.Errorf("the next turn continues upstream from %s, want the final round's response", got)
 	}
 }
+
+// A Chat Completions runner that did not ask for usage gets none, while
+// every round still asks the provider for it: the turn's usage is counted.
+func TestLiveOpenAIUsageOnlyWhenAsked(t *testing.T) {
+	k := openaiKit{}
+	h := newHarness(t, k, harnessOptions{})
+	h.up.script = []step{
+		{Text: "A. ", Calls: []tcall{call("c1", echo, `{"q":"a"}`)}, Usage: u(5, 1)},
+		{Text: "B.", Usage: u(7, 2)},
+	}
+	res := h.post(context.Background(), k.runnerRequest(hello, nil, true, map[string]any{"stream_options": nil}))
+	evs := events(t, res.Body)
+	finishes := 0
+	for _, e := range evs {
+		if strings.Contains(string(e.Data), `"usage"`) {
+			t.Errorf("a usage chunk the runner did not ask for: %s", e.Data)
+		}
+		if strings.Contains(string(e.Data), `"finish_reason":"`) {
+			finishes++
+		}
+	}
+	if finishes != 1 || string(evs[len(evs)-1].Data) != "[DONE]" {
+		t.Errorf("%d finish_reason chunks, last event %s", finishes, evs[len(evs)-1].Data)
+	}
+	h.waitEntries(t, 1)
+	for i, r := range h.up.requests() {
+		if !strings.Contains(string(r.Raw), `"include_usage":true`) {
+			t.Errorf("round %d did not ask for usage: %s", i+1, r.Raw)
+		}
+	}
+	if e := lastEntry(t, h); e.Usage.PromptTokens != 12 || e.Usage.CompletionTokens != 3 {
+		t.Errorf("history usage %+v, want the rounds' sum", e.Usage)
+	}
+}
