@@ -30,13 +30,10 @@ type liveStream struct {
 	seen wire.Assembler
 	// cancel ends the turn: a runner that cannot be written to is gone.
 	cancel context.CancelFunc
-	// shownHidden is set once content went out in a round that turned
-	// out hidden (it ended with managed calls): the runner's answer then
-	// holds text the provider saw in several messages, and continuity
-	// restores those in its place.
-	shownHidden bool
-	// shown is set once content (not only the lifecycle's opening) went
-	// out in the current round.
+	// shown is set once content (not only keepalives) went out: after
+	// hidden rounds, the runner's answer then holds what the provider saw
+	// in several messages (and, in a format of items, is led by the one
+	// message item), and continuity restores those in its place.
 	shown bool
 }
 
@@ -94,7 +91,6 @@ func (l *liveStream) observe(name string, data []byte) *failure {
 // see as it comes, and returns the round's response (the stream
 // assembled, as the non-streaming call would have answered).
 func (l *liveStream) read(ctx, parent context.Context, t *turn, body io.Reader) (*wire.Response, *failure) {
-	l.shown = false
 	asm := l.asm.NewAssembler()
 	var st wire.StreamState
 	lim := &io.LimitedReader{R: body, N: t.m.opt.MaxResponseBytes + 1}
@@ -138,7 +134,6 @@ func (l *liveStream) read(ctx, parent context.Context, t *turn, body io.Reader) 
 // replay sends the runner a round the provider answered without
 // streaming, as the format's stream of it (some providers ignore stream).
 func (l *liveStream) replay(resp *wire.Response) *failure {
-	l.shown = false
 	events, err := l.f.StreamEvents(resp, resp.Usage, true)
 	if err != nil {
 		return internalFailure("rendering the stream: %v", err)
@@ -160,14 +155,6 @@ func (l *liveStream) endRound() *failure {
 		return internalFailure("upstream stream: %v", err)
 	}
 	return l.write(out, false)
-}
-
-// hidden marks the round just read as hidden (it ended with managed
-// calls).
-func (l *liveStream) hidden() {
-	if l.shown {
-		l.shownHidden = true
-	}
 }
 
 // finish ends the runner's stream with the final response and keeps the
@@ -230,7 +217,7 @@ func (l *liveStream) remember(t *turn, resp *wire.Response, body []byte, note st
 		return
 	}
 	entry := t.hidden
-	if l.shownHidden {
+	if l.shown {
 		tail, err := l.f.ReplacedTail(resp)
 		if err != nil {
 			t.m.auditError(t.x, "continuity not kept: "+err.Error())

@@ -190,9 +190,6 @@ func (t *turn) round(ctx, parent context.Context) (outcome, bool) {
 		return outcome{fail: &failure{status: http.StatusBadGateway, errType: apierror.TypeBudgetExhausted,
 			msg: fmt.Sprintf("cllama: managed tool budget exhausted: max_rounds (%d) reached and the model still asks for tools; no answer was produced", t.policy.MaxRounds)}}, true
 	}
-	if t.live != nil {
-		t.live.hidden()
-	}
 	if fail := t.playRound(ctx, parent, resp, owners); fail != nil {
 		span.SetStatus(codes.Error, fail.errType)
 		return outcome{fail: fail}, true
