@@ -211,10 +211,17 @@ func restore(ctx context.Context, f wire.ToolLoop, memo *canonCache, store Conti
 		if j >= len(found) || len(found[j]) == 0 {
 			continue
 		}
+		entry, replaces := entryReplaces(found[j])
 		out = append(out, msgs[next:a.lead]...)
-		out = append(out, found[j]...)
-		restored = append(restored, found[j]...)
+		out = append(out, entry...)
+		restored = append(restored, entry...)
 		next = a.lead
+		if replaces {
+			// The entry holds what the provider saw in the place of the
+			// answer item the runner sent back (and of the prelude items
+			// before it): that item is not sent.
+			next = a.i + 1
+		}
 	}
 	return append(out, msgs[next:]...), c, restored
 }

@@ -19,8 +19,10 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/resultstore"
+	"github.com/clawdapus/clawgo/internal/sse"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,6 +37,9 @@ type upstream struct {
 	// canceled counts calls whose request context ended before an answer.
 	canceled int
 	script   []step
+	// jsonOnly answers streaming requests without streaming, as some
+	// providers do.
+	jsonOnly bool
 }
 
 func newUpstream(t *testing.T, k kit) *upstream {
@@ -82,7 +87,71 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(s.Raw))
 		return
 	}
+	if wire.Bool(topMember(body, "stream")) && !u.jsonOnly {
+		u.stream(w, r, s, n)
+		return
+	}
 	_, _ = w.Write(u.kit.upstreamResponse(s, n))
+}
+
+func topMember(body []byte, key string) json.RawMessage {
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(body, &top)
+	return top[key]
+}
+
+// stream answers a streaming request with the step as the format streams
+// it (its synthetic stream, usage included), Gap between events; FailAfter
+// replaces the events from that one on with the format's error event, and
+// CutAfter ends the stream there without its end.
+func (u *upstream) stream(w http.ResponseWriter, r *http.Request, s step, n int) {
+	wf, err := formats.Lookup(u.kit.format())
+	if err != nil {
+		u.t.Error(err)
+		return
+	}
+	f := wf.(wire.ToolLoop)
+	resp, err := f.ParseResponse(u.kit.upstreamResponse(s, n))
+	if err != nil {
+		u.t.Error(err)
+		return
+	}
+	events, err := f.StreamEvents(resp, resp.Usage, true)
+	if err != nil {
+		u.t.Error(err)
+		return
+	}
+	sse.PrepareHeader(w.Header())
+	w.WriteHeader(http.StatusOK)
+	sw := sse.NewWriter(w)
+	for i, e := range events {
+		switch {
+		case s.FailAfter > 0 && i == s.FailAfter:
+			ev := f.ErrorEvent("overloaded_error", "upstream overloaded")
+			_ = sw.Event(sse.Event{Name: ev.Name, Data: ev.Data})
+			return
+		case s.CutAfter > 0 && i == s.CutAfter:
+			return
+		case s.Gap > 0 && i > 0:
+			select {
+			case <-time.After(s.Gap):
+			case <-r.Context().Done():
+				u.mu.Lock()
+				u.canceled++
+				u.mu.Unlock()
+				return
+			}
+		}
+		if sw.Event(sse.Event{Name: e.Name, Data: e.Data}) != nil {
+			return
+		}
+	}
+}
+
+func (u *upstream) canceledCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.canceled
 }
 
 // requests decodes every request the upstream received.

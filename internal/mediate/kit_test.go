@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -46,6 +47,10 @@ type step struct {
 	// Dyn, when set, makes the step from the request it answers (a call
 	// naming what an earlier result said).
 	Dyn func(req upReq) step
+	// A streamed answer: Gap between events; FailAfter events then the
+	// format's error event; CutAfter events then the end of the body.
+	Gap                 time.Duration
+	FailAfter, CutAfter int
 }
 
 // upReq is what the upstream received.

@@ -1,10 +1,13 @@
 // Package mediate owns the managed-tool loop of cllama (spec 000 "mediated
 // mode", 002 "Runtime Behavior", 004 issue 151): one format-neutral loop
 // that presents an agent's managed tools next to the runner's own, calls
-// the model without streaming, executes managed calls through a
-// toolexec.Runner, applies the ownership rules, duplicates and budgets,
-// keeps hidden rounds across turns (continuity and handoff), answers the
-// runner with JSON or a synthetic stream, and records history and audit.
+// the model, executes managed calls through a toolexec.Runner, applies
+// the ownership rules, duplicates and budgets, keeps hidden rounds across
+// turns (continuity and handoff), answers the runner with JSON or, for a
+// runner that streams, with one stream of its format into which every
+// round's text goes as the provider writes it (live.go; a format without
+// wire.LiveStreaming gets the final answer replayed as a stream), and
+// records history and audit.
 //
 // It does not authenticate, route, decorate or relay passthrough traffic
 // (internal/proxy, internal/feeds), nor run a call itself
@@ -16,10 +19,11 @@
 // Budget exhaustion (max_rounds reached with the model still calling
 // managed tools, or total_timeout_ms elapsed) ends the turn with a 502 and
 // an error body of the endpoint's format, type "tool_budget_exhausted",
-// naming the budget; if a stream has already started (keepalives sent) the
-// same error goes in-band as the format's error event. No partial answer
-// is ever sent (spec 000: "If cllama itself fails (internal error, budget
-// exhaustion), it returns 502 to the runner").
+// naming the budget; if a stream has already started (keepalives or text
+// sent) the same error goes in-band as the format's error event. No
+// partial answer is ever sent as a complete one (spec 000: "If cllama
+// itself fails (internal error, budget exhaustion), it returns 502 to the
+// runner").
 package mediate
 
 import (
@@ -229,10 +233,19 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 		return
 	}
 	rs = newResponder(w, f, t.req.Stream, m.opt.KeepaliveInterval)
+	ctx := r.Context()
+	if t.req.Stream {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		if t.live = newLiveStream(f, rs, t.req.IncludeUsage, cancel); t.live != nil {
+			t.live.f.PrepareStreamingUpstream(t.req)
+		}
+	}
 	rs.startKeepalive()
-	out := t.run(r.Context())
+	out := t.run(ctx)
 	rs.stopKeepalive()
-	if out.fail == nil && out.resp.ID != "" && x.Created != nil {
+	if out.fail == nil && out.resp.ID != "" && x.Created != nil && t.live == nil {
 		// The runner may read or continue from the response it is
 		// answered with: its owner is recorded before it sees the id.
 		x.Created(out.resp.ID)

@@ -116,7 +116,7 @@ func TestBehindTheProxy(t *testing.T) {
 				t.Fatalf("answer %q", text)
 			}
 			reqs := up.requests()
-			if len(reqs) != 2 || reqs[0].Stream {
+			if len(reqs) != 2 || !reqs[0].Stream {
 				t.Fatalf("upstream requests %d", len(reqs))
 			}
 			var model struct{ Model string }

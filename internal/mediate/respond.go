@@ -24,6 +24,9 @@ type responder struct {
 
 	mu      sync.Mutex
 	started bool // status and stream headers written
+	live    bool // a live stream writes the answer (liveStream)
+	// liveEnc is the live stream's encoder (its error event).
+	liveEnc wire.Live
 	sw      *sse.Writer
 	stop    chan struct{}
 	done    chan struct{}
@@ -90,6 +93,9 @@ func (r *responder) finish(out outcome, total wire.Usage, includeUsage bool) {
 		r.fail(out.fail)
 		return
 	}
+	if r.live {
+		return // the live stream wrote the answer as it came
+	}
 	if !r.stream {
 		h := r.w.Header()
 		h.Set("Content-Type", "application/json")
@@ -111,11 +117,31 @@ func (r *responder) finish(out outcome, total wire.Usage, includeUsage bool) {
 	}
 }
 
+// events writes events of a live stream, starting the stream when it
+// has not started.
+func (r *responder) events(events []wire.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.beginLocked()
+	r.live = true
+	for _, e := range events {
+		if err := r.sw.Event(sse.Event{Name: e.Name, Data: e.Data}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *responder) fail(f *failure) {
 	if f.clientGone {
 		return
 	}
 	if r.started {
+		if le, ok := r.liveEnc.(wire.LiveErrorer); ok && r.live {
+			e := le.ErrorEvent(f.errType, f.msg)
+			_ = r.sw.Event(sse.Event{Name: e.Name, Data: e.Data})
+			return
+		}
 		_ = r.sw.Event(apierror.StreamEvent(r.f, f.errType, f.msg))
 		return
 	}

@@ -62,6 +62,9 @@ type turn struct {
 	// in the hidden rounds restored (what cllama itself answered in its
 	// earlier turns) and those this turn's calls produced (results.go).
 	held map[string]bool
+	// live is set when the runner streams and the format streams live:
+	// each round streams upstream and its text goes on to the runner.
+	live *liveStream
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -121,6 +124,9 @@ func (m *Mediator) presentTurn(ctx context.Context, x *exchange.Exchange, f wire
 		req.Fields["model"] = wire.Quote(x.UpstreamModel)
 	}
 	t.req = req
+	if req.ProviderHolds {
+		continueFrom(ctx, f, m.opt.Continuity, x.Agent.ID, req)
+	}
 	cat, err := m.catalogs.get(x.Agent.Tools, m.loopList)
 	if err != nil {
 		return nil, &failure{status: http.StatusInternalServerError, errType: apierror.TypeManifest, msg: "cllama: agent " + x.Agent.ID + ": " + err.Error()}
@@ -206,14 +212,21 @@ func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
 	}
 	t.calls++
 	for attempt := 0; ; attempt++ {
-		status, raw, wait, fail := t.send(ctx, parent, body)
+		status, raw, wait, resp, fail := t.send(ctx, parent, body)
 		if fail != nil {
 			return nil, fail
 		}
 		if status >= 200 && status <= 299 {
-			resp, err := t.f.ParseResponse(raw)
-			if err != nil {
-				return nil, internalFailure("upstream response %d: %v", t.calls, err)
+			if resp == nil {
+				var err error
+				if resp, err = t.f.ParseResponse(raw); err != nil {
+					return nil, internalFailure("upstream response %d: %v", t.calls, err)
+				}
+				if t.live != nil {
+					if fail := t.live.replay(resp); fail != nil {
+						return nil, fail
+					}
+				}
 			}
 			t.usage = t.usage.Add(resp.Usage)
 			return resp, nil
@@ -246,8 +259,9 @@ func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
 }
 
 // send makes one upstream call and reads its answer (bounded), with the
-// provider's Retry-After.
-func (t *turn) send(ctx, parent context.Context, body [][]byte) (int, []byte, string, *failure) {
+// provider's Retry-After. A live turn's stream is read as it comes, its
+// text sent on to the runner, and its response returned assembled.
+func (t *turn) send(ctx, parent context.Context, body [][]byte) (int, []byte, string, *wire.Response, *failure) {
 	var res *http.Response
 	var err error
 	if t.x.SendParts != nil {
@@ -256,17 +270,21 @@ func (t *turn) send(ctx, parent context.Context, body [][]byte) (int, []byte, st
 		res, err = t.x.Send(ctx, bytes.Join(body, nil))
 	}
 	if err != nil {
-		return 0, nil, "", t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
+		return 0, nil, "", nil, t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
 	}
 	defer res.Body.Close()
+	if t.live != nil && res.StatusCode >= 200 && res.StatusCode <= 299 && isEventStream(res.Header) {
+		resp, fail := t.live.read(ctx, parent, t, res.Body)
+		return res.StatusCode, nil, "", resp, fail
+	}
 	raw, err := io.ReadAll(io.LimitReader(res.Body, t.m.opt.MaxResponseBytes+1))
 	if err != nil {
-		return 0, nil, "", t.contextFailure(ctx, parent, fmt.Sprintf("reading upstream response %d: %v", t.calls, err))
+		return 0, nil, "", nil, t.contextFailure(ctx, parent, fmt.Sprintf("reading upstream response %d: %v", t.calls, err))
 	}
 	if int64(len(raw)) > t.m.opt.MaxResponseBytes {
-		return 0, nil, "", internalFailure("upstream response %d exceeds %d bytes", t.calls, t.m.opt.MaxResponseBytes)
+		return 0, nil, "", nil, internalFailure("upstream response %d exceeds %d bytes", t.calls, t.m.opt.MaxResponseBytes)
 	}
-	return res.StatusCode, raw, res.Header.Get("Retry-After"), nil
+	return res.StatusCode, raw, res.Header.Get("Retry-After"), nil, nil
 }
 
 // retriable are the statuses of a provider that is busy, not of a request
@@ -333,6 +351,9 @@ func (t *turn) contextFailure(ctx, parent context.Context, msg string) *failure 
 // response is returned "unchanged"); after hidden rounds the body is
 // re-rendered with usage summed over every call.
 func (t *turn) finish(resp *wire.Response) outcome {
+	if t.live != nil {
+		return t.live.finish(t, resp)
+	}
 	body := resp.Raw
 	if t.calls > 1 {
 		var err error
@@ -357,6 +378,12 @@ func (t *turn) remember(resp *wire.Response) {
 	if err != nil {
 		return
 	}
+	t.keep(msgs, t.hidden)
+}
+
+// keep stores entry under the chain ending at msgs, the answer the runner
+// keeps.
+func (t *turn) keep(msgs, entry []json.RawMessage) {
 	// The key ends at the answer's first item that takes part in keys:
 	// the one restore finds the hidden rounds before.
 	var key string
@@ -371,12 +398,12 @@ func (t *turn) remember(resp *wire.Response) {
 	}
 	// The answer was produced: it is kept even if the runner has gone.
 	ctx := context.WithoutCancel(t.ctx)
-	err = t.m.opt.Continuity.PutOnce(ctx, key, t.hidden)
+	err := t.m.opt.Continuity.PutOnce(ctx, key, entry)
 	switch {
 	case errors.Is(err, ErrAmbiguous):
 		t.m.auditError(t.x, "continuity not kept: another turn of this agent already ended at the same visible transcript (same messages, same answer), and nothing the runner sends back tells the two conversations apart; the hidden tool rounds of neither will be restored")
 	case errors.Is(err, ErrEntryTooLarge):
-		t.m.auditError(t.x, fmt.Sprintf("continuity not kept: the hidden tool rounds of this turn (%d messages) are too large to keep (%v; CLLAMA_CONTINUITY_MAX_ENTRY_BYTES), so the model will not see them in this conversation's next request", len(t.hidden), err))
+		t.m.auditError(t.x, fmt.Sprintf("continuity not kept: the hidden tool rounds of this turn (%d messages) are too large to keep (%v; CLLAMA_CONTINUITY_MAX_ENTRY_BYTES), so the model will not see them in this conversation's next request", len(entry), err))
 	case err != nil:
 		t.m.auditError(t.x, "continuity store: "+err.Error())
 	}

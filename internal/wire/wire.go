@@ -8,14 +8,17 @@
 //     of an upstream stream (what the passthrough relay needs);
 //   - optional abilities, each a small interface of its own: FeedInjector
 //     (where context feeds go), StreamAssembling (a stream's
-//     non-streaming equivalent, for history) and ToolLoop (how a request
+//     non-streaming equivalent, for history), ToolLoop (how a request
 //     lists messages and tools, how a response carries text and tool
 //     calls, how a tool round is appended, how a message is canonicalised
-//     for continuity, how a final answer is written). A stage that needs
+//     for continuity, how a final answer is written) and LiveStreaming
+//     (how a mediated turn's rounds stream to the runner as one response
+//     lifecycle, their text sent on as it comes). A stage that needs
 //     an ability a format lacks refuses the request in that format's
 //     error shape; it never substitutes another format.
 //
-// Every mediation rule lives in internal/mediate and uses only ToolLoop.
+// Every mediation rule lives in internal/mediate and uses only ToolLoop
+// (and LiveStreaming, where a format has it).
 // No package outside wire/<format> decides anything by a format's name.
 //
 // Bodies keep every field the proxy does not interpret byte for byte: the

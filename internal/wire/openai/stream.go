@@ -66,6 +66,22 @@ func (Format) StreamEvents(resp *wire.Response, total wire.Usage, includeUsage b
 			return nil, err
 		}
 	}
+	end, err := closing(base, resp, total, includeUsage)
+	return append(events, end...), err
+}
+
+// closing is the end of a chunk stream answering resp: its tool calls,
+// the finish reason, the usage chunk when the runner asked for it, and
+// [DONE].
+func closing(base chunk, resp *wire.Response, total wire.Usage, includeUsage bool) ([]wire.Event, error) {
+	var events []wire.Event
+	emit := func(delta map[string]any, finish *string) error {
+		c := base
+		c.Choices = []chunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}
+		b, err := json.Marshal(c)
+		events = append(events, wire.Event{Data: b})
+		return err
+	}
 	for i, call := range resp.Calls {
 		head := deltaCall{Index: i, ID: call.ID, Type: "function", Function: map[string]any{"name": call.Name, "arguments": ""}}
 		if err := emit(map[string]any{"tool_calls": []deltaCall{head}}, nil); err != nil {
@@ -103,6 +119,5 @@ func (Format) StreamEvents(resp *wire.Response, total wire.Usage, includeUsage b
 		}
 		events = append(events, wire.Event{Data: b})
 	}
-	events = append(events, wire.Event{Data: []byte("[DONE]")})
-	return events, nil
+	return append(events, wire.Event{Data: []byte("[DONE]")}), nil
 }
