@@ -13,6 +13,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
+	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -39,9 +40,14 @@ type stages struct {
 	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
+	// keys are the providers' key pools and circuits.
+	keys *keypool.Pools
 }
 
 func (s *stages) Close() error {
+	if s.keys != nil {
+		_ = s.keys.Close() // before Redis: it stops following it
+	}
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
@@ -85,6 +91,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		st.history = hw
 	}
 	var shared mediate.ContinuityStore
+	var sharedKeys keypool.Shared
 	if cfg.StateURL != "" {
 		c, err := sharedstate.Open(context.Background(), cfg.StateURL)
 		if err != nil {
@@ -94,6 +101,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		st.redis = c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
+		sharedKeys = sharedstate.NewKeyStates(c, cfg.Pod)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
 	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
@@ -105,6 +113,14 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		hist = st.history
 	}
 	st.rec = recorder.New(aud, hist)
+	keys, err := proxy.OpenKeyPools(cfg, nil, nil, func(err error) {
+		st.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()})
+	}, sharedKeys)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	st.keys = keys
 	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
 		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
@@ -115,7 +131,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	st.mediator = med
 	if cfg.MetricsAddr != "" {
 		_, sized := med.ContinuityStore().(continuity.Sizer)
-		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats, ContinuityBytesUnknown: !sized})
+		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats, ContinuityBytesUnknown: !sized, KeyPools: keys.Snapshot})
 		st.rec.Add(st.metrics)
 	}
 	// Native mode: the runner's MCP client reaches the same executor and
@@ -131,6 +147,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		History:   st.history,
 		Decorator: decorator,
 		Mediator:  med,
+		KeyPools:  keys,
 	}
 	return st, nil
 }

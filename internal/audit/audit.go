@@ -24,6 +24,10 @@ const (
 	// it opened: File, Offset (where the file now ends) and Bytes (how
 	// many were cut); ClawID for an agent's session history.
 	TypeFileRepaired = "file_repaired"
+	// TypeFallback reports one step of a fallback chain: the call for
+	// FallbackFrom went to Model because of FallbackReason (StatusCode:
+	// the provider's status, when it answered).
+	TypeFallback = "fallback"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -88,6 +92,12 @@ type Event struct {
 	// file_repaired: the file and the offset it was cut at.
 	File   string `json:"file,omitempty"`
 	Offset *int64 `json:"offset,omitempty"`
+
+	// fallback, and the response or error of an exchange a fallback
+	// target answered: the "<provider>/<model>" asked first and why it
+	// could not answer.
+	FallbackFrom   string `json:"fallback_from,omitempty"`
+	FallbackReason string `json:"fallback_reason,omitempty"`
 }
 
 // FileRepaired is the file_repaired event of a cut: n bytes were cut off

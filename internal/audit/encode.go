@@ -65,6 +65,8 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 	if e.Offset != nil {
 		b = strconv.AppendInt(append(b, `,"offset":`...), *e.Offset, 10)
 	}
+	b = appendString(b, `,"fallback_from":`, e.FallbackFrom, true)
+	b = appendString(b, `,"fallback_reason":`, e.FallbackReason, true)
 	return append(b, '}'), nil
 }
 

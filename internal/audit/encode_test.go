@@ -35,6 +35,8 @@ func FuzzAppendEvent(f *testing.F) {
 			if lat >= 0 {
 				e.Offset = &lat
 			}
+		} else { // fallback's fields, from the others'
+			e.FallbackFrom, e.FallbackReason = route, feed
 		}
 		want, werr := json.Marshal(e)
 		got, gerr := appendEvent(nil, &e)

@@ -136,7 +136,7 @@ func TestBuildRegistry(t *testing.T) {
 		"gemini":     {}, // nothing set: not a provider
 		"trading":    {APIKey: "unrelated"},
 	}
-	reg, err := buildRegistry(ps, env, formats.All())
+	reg, err := buildRegistry(ps, env, formats.All(), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBuildRegistry(t *testing.T) {
 
 func TestBuildRegistryUnknownWithoutBaseURL(t *testing.T) {
 	ps, _ := manifest.ParseProviders([]byte(`{"providers":{"mystery":{"api_key":"k"}}}`))
-	_, err := buildRegistry(ps, nil, formats.All())
+	_, err := buildRegistry(ps, nil, formats.All(), nil, "")
 	if err == nil || !strings.Contains(err.Error(), "providers.mystery.base_url") || !strings.Contains(err.Error(), "MYSTERY_BASE_URL") {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestProvidersReloadOnChange(t *testing.T) {
 	path := filepath.Join(dir, "providers.json")
 	writeFile(t, path, `{"providers":{"a":{"base_url":"http://a/v1","api_key":"k1"}}}`)
 	var reported []error
-	s, err := newProviderSource(dir, nil, formats.All(), func(err error) { reported = append(reported, err) })
+	s, err := newProviderSource(dir, nil, formats.All(), nil, func(err error) { reported = append(reported, err) })
 	if err != nil {
 		t.Fatal(err)
 	}
