@@ -201,7 +201,6 @@ func (p *Provider) Done(pick Pick, out Outcome, retryAfter time.Duration, ok boo
 	}
 	ps := p.ps
 	o := &ps.o
-	now := o.Now()
 	type alert struct {
 		event, key string
 		fields     map[string]any
@@ -224,6 +223,7 @@ func (p *Provider) Done(pick Pick, out Outcome, retryAfter time.Duration, ok boo
 			ks.circuit.probing = false
 		}
 	case Failed:
+		now := o.Now()
 		if p.circuit.failure(now, o.Failures, o.Open) {
 			alerts = append(alerts, alert{EventCircuitOpen, "", map[string]any{"failures": p.circuit.fails, "open_seconds": o.Open.Seconds()}})
 		}
@@ -240,6 +240,7 @@ func (p *Provider) Done(pick Pick, out Outcome, retryAfter time.Duration, ok boo
 		}
 		switch out {
 		case Limited:
+			now := o.Now()
 			d := retryAfter
 			if !ok {
 				d = min(o.Backoff<<min(ks.strikes, 16), MaxBackoff)
