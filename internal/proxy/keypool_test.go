@@ -400,3 +400,50 @@ func TestKeyStateSurvivesRestart(t *testing.T) {
 	}
 	t.Fatal("no pool provider")
 }
+
+// TestFallbackOnConnectionErrorAndTimeout: a provider that cannot be
+// reached, or sends no headers within the first-byte timeout, falls back;
+// and Anthropic's overloaded 529 cools the key like a 429.
+func TestFallbackOnConnectionErrorAndTimeout(t *testing.T) {
+	t.Run("connection", func(t *testing.T) {
+		p := newPodWith(t, strings.Replace(chainProviders, `"p1":{"base_url":"{UP}/v1"`, `"p1":{"base_url":"http://127.0.0.1:1/v1"`, 1))
+		resp := p.post(t, pathChat, strings.Replace(requestBody(formatOpenAI, "p1", false), "p1/gpt-fake", "p1/m1", 1))
+		if out := readAll(t, resp.Body); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		if got := strings.Join(modelsSeen(p.up), ","); got != "k-p2:m2" {
+			t.Fatalf("sent %s", got)
+		}
+		if ev := p.audit.waitEvent(t, audit.TypeResponse); ev.FallbackReason != ReasonConnection {
+			t.Fatalf("response event %+v", ev)
+		}
+	})
+	t.Run("first-byte timeout", func(t *testing.T) {
+		p := newPodWith(t, chainProviders, func(c *Config, _ *Options) { c.FirstByteTimeout = 200 * time.Millisecond })
+		p.up.setHandler(func(w http.ResponseWriter, r *http.Request) {
+			if keyOf(r.Header) == "k-p1" {
+				<-r.Context().Done() // never answers
+				return
+			}
+			defaultProvider(w, r)
+		})
+		resp := p.post(t, pathMessages, strings.Replace(requestBody(formatAnthropic, "p1", true), "p1/claude-fake", "p1/m1", 1))
+		if out := readAll(t, resp.Body); resp.StatusCode != 200 || !strings.Contains(out, "message_stop") {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		if ev := p.audit.waitEvent(t, audit.TypeResponse); ev.FallbackReason != ReasonTimeout || ev.Model != "p2/m2" {
+			t.Fatalf("response event %+v", ev)
+		}
+	})
+	t.Run("529 cools the key", func(t *testing.T) {
+		p := newPodWith(t, poolProviders)
+		p.up.setHandler(keyed(map[string][2]string{"k-a": {"529", ""}}, defaultProvider))
+		resp := p.post(t, pathMessages, requestBody(formatAnthropic, "poolant", false))
+		if out := readAll(t, resp.Body); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		if got := strings.Join(keysSeen(p.up), ","); got != "k-a,k-b" {
+			t.Fatalf("keys sent %s", got)
+		}
+	})
+}
