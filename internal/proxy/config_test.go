@@ -217,3 +217,19 @@ func TestDefaultProviderConfig(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+func TestLoadConfigCircuit(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil || c.CircuitFailures != 5 || c.CircuitOpen != 30*time.Second {
+		t.Fatalf("defaults %d %v %v", c.CircuitFailures, c.CircuitOpen, err)
+	}
+	c, err = LoadConfig([]string{"-circuit-open", "1m"}, []string{"CLLAMA_CIRCUIT_FAILURES=3", "CLLAMA_CIRCUIT_OPEN=10s"}, io.Discard)
+	if err != nil || c.CircuitFailures != 3 || c.CircuitOpen != time.Minute {
+		t.Fatalf("env and flag: %d %v %v", c.CircuitFailures, c.CircuitOpen, err)
+	}
+	for _, bad := range []string{"CLLAMA_CIRCUIT_FAILURES=0", "CLLAMA_CIRCUIT_FAILURES=many", "CLLAMA_CIRCUIT_OPEN=soon"} {
+		if _, err := LoadConfig(nil, []string{bad}, io.Discard); err == nil || !strings.Contains(err.Error(), strings.Split(bad, "=")[0]) {
+			t.Errorf("%s: %v, want an error naming the variable", bad, err)
+		}
+	}
+}
