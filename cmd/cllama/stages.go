@@ -5,8 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/clawdapus/clawgo/internal/admin"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/continuity"
@@ -14,6 +18,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/keypool"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -42,9 +47,24 @@ type stages struct {
 	metrics *metrics.Sink
 	// keys are the providers' key pools and circuits.
 	keys *keypool.Pools
+	// pod is the pod-wide settings (<auth>/pod.json).
+	pod *manifest.Pod
+	// alerts is the pod's webhook (alerts.Discard without one); webhook
+	// the same when it is one, to stop it.
+	alerts  alerts.Sink
+	webhook *alerts.Webhook
+	// admin is the operator's listener, when CLLAMA_ADMIN_ADDR is set.
+	admin *admin.Server
 }
 
 func (s *stages) Close() error {
+	if s.webhook != nil {
+		// Give the events of the last moments a chance to leave.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.webhook.Flush(ctx)
+		cancel()
+		s.webhook.Close()
+	}
 	if s.keys != nil {
 		_ = s.keys.Close() // before Redis: it stops following it
 	}
@@ -64,7 +84,10 @@ func (s *stages) Close() error {
 }
 
 func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages, error) {
-	st := &stages{}
+	st := &stages{alerts: alerts.Discard}
+	if err := st.wireOperator(cfg, stderr); err != nil {
+		return nil, err
+	}
 	if cfg.HistoryDir != "" {
 		opts, err := history.ParseSync(cfg.HistoryFsync)
 		if err != nil {
@@ -113,7 +136,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		hist = st.history
 	}
 	st.rec = recorder.New(aud, hist)
-	keys, err := proxy.OpenKeyPools(cfg, nil, nil, func(err error) {
+	keys, err := proxy.OpenKeyPools(cfg, st.alerts, nil, func(err error) {
 		st.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()})
 	}, sharedKeys)
 	if err != nil {
@@ -141,6 +164,8 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
 	st.opts = proxy.Options{
+		Admin:     st.admin,
+		Alerts:    st.alerts,
 		Broker:    st.broker,
 		Owners:    st.owners,
 		Recorder:  st.rec,
@@ -150,4 +175,41 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		KeyPools:  keys,
 	}
 	return st, nil
+}
+
+// wireOperator reads the pod-wide settings and builds what serves the
+// operator: the alert webhook and the admin listener's routes.
+func (st *stages) wireOperator(cfg proxy.Config, stderr io.Writer) error {
+	pod, err := manifest.ReadPod(cfg.AuthDir)
+	if err != nil {
+		return fmt.Errorf("%w (CLAW_AUTH_DIR %s; recompile the pod with claw compile)", err, cfg.AuthDir)
+	}
+	st.pod = pod
+	if pod.Alerts != nil {
+		name := pod.Name
+		if name == "" {
+			name = cfg.Pod
+		}
+		st.webhook = alerts.NewWebhook(pod.Alerts, name, alerts.Options{})
+		st.alerts = st.webhook
+		fmt.Fprintln(stderr, "cllama: alerts go to the pod's webhook (x-claw.alerts)")
+	}
+	if cfg.AdminAddr == "" {
+		return nil
+	}
+	token := cfg.AdminToken
+	if cfg.AdminTokenFile != "" {
+		if token, err = admin.ReadToken(cfg.AdminTokenFile); err != nil {
+			return err
+		}
+	}
+	if st.admin, err = admin.New(token); err != nil {
+		return fmt.Errorf("CLLAMA_ADMIN_TOKEN(_FILE): %w", err)
+	}
+	// What an operator's client checks its token and address with.
+	about := map[string]string{"pod": cfg.Pod, "version": version.String("cllama")}
+	st.admin.Handle("GET /api/pod", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		admin.WriteJSON(w, http.StatusOK, about)
+	}))
+	return nil
 }

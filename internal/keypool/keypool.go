@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/alerts"
 )
 
 // Defaults of the circuit breaker and of a cooldown without Retry-After.
@@ -47,8 +49,8 @@ const (
 	EventCircuitClosed = "circuit_closed"
 )
 
-// Alerter is where alerts go: the pod's alert webhook sink. Alert never
-// blocks; the fields never carry a secret.
+// Alerter is where alerts go: the pod's alert webhook (alerts.Sink).
+// Alert never blocks; the fields never carry a secret.
 type Alerter interface {
 	Alert(event string, fields map[string]any)
 }
@@ -174,7 +176,7 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 // Pools are the pools of every provider.
 type Pools struct {
 	o      Options
-	alerts *limiter
+	alerts *alerts.Limiter
 
 	mu        sync.Mutex
 	providers map[string]*Provider
@@ -207,7 +209,7 @@ func New(o Options) (*Pools, error) {
 		o.AlertEvery = time.Minute
 	}
 	ps := &Pools{o: o, providers: map[string]*Provider{}, records: map[string]record{}}
-	ps.alerts = newLimiter(o.AlertEvery, o.AlertBurst)
+	ps.alerts = alerts.NewLimiter(o.AlertEvery, o.AlertBurst).WithClock(o.Now)
 	p, err := newPersister(ps, o.StateFile, o.Shared, o.OnError)
 	if err != nil {
 		return nil, err
@@ -278,7 +280,7 @@ func ref(provider string, k Key) string { return provider + "/" + k.ID + "/" + k
 // alert sends event for provider (and key, when not empty), rate limited
 // per event and provider.
 func (ps *Pools) alert(event, provider, key string, fields map[string]any) {
-	if ps.o.Alerts == nil || !ps.alerts.allow(event+"\x00"+provider, ps.o.Now()) {
+	if ps.o.Alerts == nil || !ps.alerts.Allow(event+"\x00"+provider) {
 		return
 	}
 	if fields == nil {

@@ -19,20 +19,20 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-type alerts struct {
+type recAlerts struct {
 	mu     sync.Mutex
 	events []string
 	fields []map[string]any
 }
 
-func (a *alerts) Alert(event string, fields map[string]any) {
+func (a *recAlerts) Alert(event string, fields map[string]any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.events = append(a.events, event)
 	a.fields = append(a.fields, fields)
 }
 
-func (a *alerts) count(event string) int {
+func (a *recAlerts) count(event string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
@@ -82,7 +82,7 @@ func TestPickSpreadsOverKeys(t *testing.T) {
 }
 
 func TestCooldownRetryAfterAndShortestWait(t *testing.T) {
-	al := &alerts{}
+	al := &recAlerts{}
 	ps, c := newPools(t, Options{Alerts: al})
 	p := ps.Provider("openai", keys("a", "b"), "g")
 	pk := p.Pick(0)
@@ -147,7 +147,7 @@ func TestDeadKeySkippedUntilConfigChanges(t *testing.T) {
 }
 
 func TestCircuitOpensProbesAndCloses(t *testing.T) {
-	al := &alerts{}
+	al := &recAlerts{}
 	ps, c := newPools(t, Options{Alerts: al, Failures: 3, Open: 10 * time.Second})
 	p := ps.Provider("anthropic", keys("a"), "g")
 	for i := range 3 {
@@ -190,7 +190,7 @@ func TestCircuitOpensProbesAndCloses(t *testing.T) {
 }
 
 func TestAlertStormIsRateLimited(t *testing.T) {
-	al := &alerts{}
+	al := &recAlerts{}
 	ps, _ := newPools(t, Options{Alerts: al})
 	p := ps.Provider("openai", keys("a", "b", "c", "d"), "g")
 	for range 200 {

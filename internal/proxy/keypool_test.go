@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +16,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // poolProviders: providers "pool" (bearer) and "poolant" (x-api-key),
@@ -446,4 +450,35 @@ func TestFallbackOnConnectionErrorAndTimeout(t *testing.T) {
 			t.Fatalf("keys sent %s", got)
 		}
 	})
+}
+
+// TestKeyAlertsReachTheWebhook: a limited key and a dead one reach the
+// pod's webhook, signed, naming the provider and the key's id, never its
+// secret.
+func TestKeyAlertsReachTheWebhook(t *testing.T) {
+	const secret = "hook-secret"
+	got := make(chan map[string]any, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !alerts.Verify(secret, body, r.Header.Get(alerts.SignatureHeader)) {
+			t.Errorf("bad signature on %s", body)
+		}
+		if strings.Contains(string(body), "k-a") || strings.Contains(string(body), "k-b") {
+			t.Errorf("an alert carries a secret: %s", body)
+		}
+		var ev map[string]any
+		_ = json.Unmarshal(body, &ev)
+		got <- ev
+	}))
+	defer hook.Close()
+	wh := alerts.NewWebhook(&manifest.Alerts{Webhook: hook.URL, Secret: secret}, "test-pod", alerts.Options{})
+	defer wh.Close()
+	p := newPodWith(t, poolProviders, func(_ *Config, o *Options) { o.Alerts = wh })
+	p.up.setHandler(keyed(map[string][2]string{"k-a": {"429", "30"}}, defaultProvider))
+	resp := p.post(t, pathChat, requestBody(formatOpenAI, "pool", false))
+	io.Copy(io.Discard, resp.Body)
+	ev := <-got
+	if ev["event"] != "key_cooldown" || ev["provider"] != "pool" || ev["key"] != "a" || ev["pod"] != "test-pod" {
+		t.Fatalf("alert %v", ev)
+	}
 }

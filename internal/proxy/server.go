@@ -25,7 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/admin"
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -72,6 +74,12 @@ type Options struct {
 	// Owners, when set, records who owns each stored response instead of
 	// a store New opens under the state directory (replicas share one).
 	Owners owners.Registry
+	// Admin, when set, is the operator's admin listener: features mount
+	// their routes on it (Server.Admin).
+	Admin *admin.Server
+	// Alerts receives the events an operator must hear about (nil:
+	// alerts.Discard).
+	Alerts alerts.Sink
 	// Transport performs upstream calls (nil: NewTransport of the
 	// config's UpstreamClient).
 	Transport http.RoundTripper
@@ -83,9 +91,6 @@ type Options struct {
 	// nil: New builds one with its state in <state dir>/keys.json,
 	// closed by Close.
 	KeyPools *keypool.Pools
-	// Alerts receives key and circuit alerts from the pools New builds
-	// (nil: none).
-	Alerts keypool.Alerter
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Idle, when set, runs once traffic has stopped (no request in
@@ -114,6 +119,8 @@ type Server struct {
 	history   *history.Writer
 	decorator exchange.Decorator
 	mediator  exchange.Mediator
+	admin     *admin.Server
+	alerts    alerts.Sink
 	broker    AgentHandler
 	now       func() time.Time
 
@@ -144,6 +151,14 @@ type Server struct {
 // New builds a Server from cfg. It fails when providers.json is unreadable
 // or invalid, or the history directory cannot be created: both are
 // operator errors better reported at start-up than per request.
+// Admin is the operator's admin listener, nil when it is off
+// (CLLAMA_ADMIN_ADDR unset): features mount their routes on it.
+func (s *Server) Admin() *admin.Server { return s.admin }
+
+// Alerts is where the events an operator must hear about go (the pod's
+// webhook, or alerts.Discard).
+func (s *Server) Alerts() alerts.Sink { return s.alerts }
+
 func New(cfg Config, opts Options) (*Server, error) {
 	cfg = cfg.withDefaults()
 	s := &Server{
@@ -154,9 +169,14 @@ func New(cfg Config, opts Options) (*Server, error) {
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
 		broker:    opts.Broker,
+		admin:     opts.Admin,
+		alerts:    opts.Alerts,
 		now:       opts.Now,
 		formats:   formats.All(),
 		fallback:  formats.Fallback(),
+	}
+	if s.alerts == nil {
+		s.alerts = alerts.Discard
 	}
 	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentInflightBytes, cfg.MaxAgentConcurrency, cfg.MaxQueuedPerAgent, cfg.QueueWait)
 	s.admit.idle = opts.Idle
@@ -196,7 +216,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		},
 	})
 	if s.pools = opts.KeyPools; s.pools == nil {
-		if s.pools, err = OpenKeyPools(cfg, opts.Alerts, s.now, func(err error) {
+		if s.pools, err = OpenKeyPools(cfg, s.alerts, s.now, func(err error) {
 			s.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()})
 		}, nil); err != nil {
 			return nil, err
