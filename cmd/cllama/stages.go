@@ -17,6 +17,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
+	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
@@ -45,6 +46,8 @@ type stages struct {
 	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
+	// keys are the providers' key pools and circuits.
+	keys *keypool.Pools
 	// pod is the pod-wide settings (<auth>/pod.json).
 	pod *manifest.Pod
 	// alerts is the pod's webhook (alerts.Discard without one); webhook
@@ -62,6 +65,9 @@ func (s *stages) Close() error {
 		_ = s.webhook.Flush(ctx)
 		cancel()
 		s.webhook.Close()
+	}
+	if s.keys != nil {
+		_ = s.keys.Close() // before Redis: it stops following it
 	}
 	if s.redis != nil {
 		_ = s.redis.Close()
@@ -110,6 +116,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	}
 	var shared mediate.ContinuityStore
 	var redisClient *redis.Client
+	var sharedKeys keypool.Shared
 	if cfg.StateURL != "" {
 		c, err := sharedstate.Open(context.Background(), cfg.StateURL)
 		if err != nil {
@@ -119,6 +126,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		st.redis, redisClient = c, c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
+		sharedKeys = sharedstate.NewKeyStates(c, cfg.Pod)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
 	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
@@ -135,6 +143,14 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		_ = st.Close()
 		return nil, err
 	}
+	keys, err := proxy.OpenKeyPools(cfg, st.alerts, nil, func(err error) {
+		st.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()})
+	}, sharedKeys)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	st.keys = keys
 	// The executor reads a service's answer up to the bound of one kept
 	// result: what is over a tool's cap is kept, not lost.
 	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP,
@@ -148,7 +164,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	st.mediator = med
 	if cfg.MetricsAddr != "" {
 		_, sized := med.ContinuityStore().(continuity.Sizer)
-		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats, ContinuityBytesUnknown: !sized})
+		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats, ContinuityBytesUnknown: !sized, KeyPools: keys.Snapshot})
 		st.rec.Add(st.metrics)
 	}
 	// Native mode: the runner's MCP client reaches the same executor and
@@ -166,6 +182,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		History:   st.history,
 		Decorator: decorator,
 		Mediator:  med,
+		KeyPools:  keys,
 	}
 	return st, nil
 }

@@ -31,6 +31,10 @@ const (
 	// Handle, the range (Offset, Length) or the Pattern, and Bytes (the
 	// result's bytes the answer held).
 	TypeResultRead = "result_read"
+	// TypeFallback reports one step of a fallback chain: the call for
+	// FallbackFrom went to Model because of FallbackReason (StatusCode:
+	// the provider's status, when it answered).
+	TypeFallback = "fallback"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -100,6 +104,11 @@ type Event struct {
 	Handle  string `json:"handle,omitempty"`
 	Length  *int64 `json:"length,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
+	// fallback, and the response or error of an exchange a fallback
+	// target answered: the "<provider>/<model>" asked first and why it
+	// could not answer.
+	FallbackFrom   string `json:"fallback_from,omitempty"`
+	FallbackReason string `json:"fallback_reason,omitempty"`
 }
 
 // FileRepaired is the file_repaired event of a cut: n bytes were cut off

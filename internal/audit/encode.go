@@ -70,6 +70,8 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 		b = strconv.AppendInt(append(b, `,"length":`...), *e.Length, 10)
 	}
 	b = appendString(b, `,"pattern":`, e.Pattern, true)
+	b = appendString(b, `,"fallback_from":`, e.FallbackFrom, true)
+	b = appendString(b, `,"fallback_reason":`, e.FallbackReason, true)
 	return append(b, '}'), nil
 }
 

@@ -35,11 +35,12 @@ func FuzzAppendEvent(f *testing.F) {
 			if lat >= 0 {
 				e.Offset = &lat
 			}
-		} else { // result_stored and result_read's fields, from the others'
+		} else { // result_stored, result_read and fallback's fields, from the others'
 			e.Handle, e.Pattern = feed, route
 			if lat >= 0 {
 				e.Length = &lat
 			}
+			e.FallbackFrom, e.FallbackReason = route, feed
 		}
 		want, werr := json.Marshal(e)
 		got, gerr := appendEvent(nil, &e)

@@ -154,6 +154,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			}
 		}
 	}
+	writeFallbacks(ew, r.Events)
 	writeRepairs(ew, r.Events)
 	if len(errs) > 0 {
 		fmt.Fprintf(ew, "\nerrors (%d):\n", len(errs))
@@ -394,4 +395,30 @@ func summarizeFeeds(rs []Record) []feedRow {
 		return out[a].feed < out[b].feed
 	})
 	return out
+}
+
+// writeFallbacks lists the model calls that went to a fallback target:
+// when, the agent, from which model to which, and why.
+func writeFallbacks(w io.Writer, events []Record) {
+	var steps []*Record
+	for i := range events {
+		if events[i].Type == audit.TypeFallback {
+			steps = append(steps, &events[i])
+		}
+	}
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nfallbacks (%d):\n", len(steps))
+	for _, e := range steps {
+		agent := e.ClawID
+		if agent == "" {
+			agent = NoAgent
+		}
+		line := fmt.Sprintf("  %s  %s  %s -> %s  %s", stamp(e.TS), termsafe.String(agent), termsafe.String(e.FallbackFrom), termsafe.String(e.Model), termsafe.String(e.FallbackReason))
+		if e.StatusCode != 0 {
+			line += fmt.Sprintf(" (%d)", e.StatusCode)
+		}
+		fmt.Fprintln(w, line)
+	}
 }

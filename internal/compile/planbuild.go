@@ -400,6 +400,13 @@ func (b *builder) secrets(p *Plan, providers *manifest.Providers, files []File) 
 	}
 	if providers != nil {
 		for _, name := range sortedKeys(providers.Providers) {
+			for i, k := range providers.Providers[name].Keys {
+				from := fmt.Sprintf("x-claw.cllama-defaults.providers.%s.keys[%d]", name, i)
+				if k.ID == "env" {
+					from = "x-claw.cllama-defaults.env." + strings.ToUpper(name) + "_API_KEY"
+				}
+				add(Secret{ID: from, Kind: SecretProviderKey, From: from, Provider: name, Files: []string{ProvidersFile}})
+			}
 			if providers.Providers[name].APIKey == "" {
 				continue
 			}

@@ -3,6 +3,7 @@ package compile
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,6 +54,9 @@ func (b *builder) providers() (*manifest.Providers, error) {
 			}
 		}
 	}
+	for name := range b.pod.Claw.CllamaDefaults.Providers {
+		names[name] = true
+	}
 	ps := &manifest.Providers{Providers: map[string]*manifest.Provider{}}
 	sorted := make([]string, 0, len(names))
 	for n := range names {
@@ -72,12 +76,100 @@ func (b *builder) providers() (*manifest.Providers, error) {
 			}
 			p.BaseURL = strings.TrimRight(base, "/")
 		}
+		if pool, ok := b.pod.Claw.CllamaDefaults.Providers[name]; ok {
+			if err := b.applyPool(ps, p, name, pool); err != nil {
+				return nil, err
+			}
+			key = p.Secret()
+		}
 		if key == "" {
 			p.Auth = manifest.ProviderAuthNone
 		}
 		ps.Providers[name] = p
 	}
+	if err := b.fallbacks(ps); err != nil {
+		return nil, err
+	}
 	return ps, nil
+}
+
+// applyPool makes p the version-2 provider of x-claw.cllama-defaults.
+// providers.<name>: its keys (ids key-1, key-2, ...; an env key the pool
+// does not list joins it as key "env") and base URL.
+func (b *builder) applyPool(ps *manifest.Providers, p *manifest.Provider, name string, pool pod.ProviderPool) error {
+	key := "x-claw.cllama-defaults.providers." + name
+	if pool.BaseURL != "" {
+		p.BaseURL = strings.TrimRight(pool.BaseURL, "/")
+	}
+	if p.BaseURL == "" {
+		return &pod.Error{File: b.pod.File, Key: key + ".base-url", Problem: fmt.Sprintf("provider %q is not built in, so its base URL is required", name),
+			Fix: "write base-url: the provider's API base, e.g. http://model:8080/v1"}
+	}
+	if len(pool.Keys) == 0 {
+		return nil
+	}
+	ps.Version = 2
+	for i, k := range pool.Keys {
+		p.Keys = append(p.Keys, manifest.ProviderKey{ID: fmt.Sprintf("key-%d", i+1), Secret: k})
+	}
+	if p.APIKey != "" && !slices.Contains(pool.Keys, p.APIKey) {
+		p.Keys = append(p.Keys, manifest.ProviderKey{ID: "env", Secret: p.APIKey})
+	}
+	p.APIKey, p.ActiveKeyID = "", p.Keys[0].ID
+	return nil
+}
+
+// fallbacks checks x-claw.cllama-defaults.fallbacks against the
+// providers and writes them to providers.json: each provider configured,
+// and each target's provider speaking every format its source's provider
+// speaks (cllama does not translate between formats).
+func (b *builder) fallbacks(ps *manifest.Providers) error {
+	fb := b.pod.Claw.CllamaDefaults.Fallbacks
+	if len(fb) == 0 {
+		return nil
+	}
+	ps.Fallbacks = map[string][]string{}
+	base := "x-claw.cllama-defaults.fallbacks"
+	for _, src := range sortedKeys(fb) {
+		sp, sm, _ := manifest.SplitModelRef(src)
+		sp = strings.ToLower(sp)
+		if _, ok := ps.Providers[sp]; !ok {
+			return &pod.Error{File: b.pod.File, Key: base + "." + src, Problem: fmt.Sprintf("provider %q is not configured by the pod", sp),
+				Fix: fmt.Sprintf("configure it (%s_API_KEY in x-claw.cllama-defaults.env, or x-claw.cllama-defaults.providers.%s), or remove the entry", envName(sp), sp)}
+		}
+		sf := providerFormats(sp)
+		var targets []string
+		for i, t := range fb[src] {
+			tp, tm, _ := manifest.SplitModelRef(t)
+			tp = strings.ToLower(tp)
+			k := fmt.Sprintf("%s.%s[%d]", base, src, i)
+			if _, ok := ps.Providers[tp]; !ok {
+				return &pod.Error{File: b.pod.File, Key: k, Problem: fmt.Sprintf("provider %q is not configured by the pod", tp),
+					Fix: fmt.Sprintf("configure it (%s_API_KEY in x-claw.cllama-defaults.env, or x-claw.cllama-defaults.providers.%s), or remove the target", envName(tp), tp)}
+			}
+			tf := providerFormats(tp)
+			if sf != nil && tf != nil {
+				for _, f := range sf {
+					if !slices.Contains(tf, f) {
+						return &pod.Error{File: b.pod.File, Key: k, Problem: fmt.Sprintf("%q falls back to provider %s, which does not speak the %s format that %s speaks (speaks: %s)", src, tp, f, sp, strings.Join(tf, ", ")),
+							Fix: "choose a target whose provider speaks every format of the source's provider: cllama does not translate between formats"}
+					}
+				}
+			}
+			targets = append(targets, tp+"/"+tm)
+		}
+		ps.Fallbacks[sp+"/"+sm] = targets
+	}
+	return nil
+}
+
+// providerFormats are the formats a provider speaks, from the built-in
+// table (nil: unknown, a provider the pod declares).
+func providerFormats(name string) []string {
+	if b, ok := manifest.Builtin(name); ok {
+		return b.Formats
+	}
+	return nil
 }
 
 // checkDefaultProvider checks that x-claw.cllama-defaults.default-provider
@@ -176,6 +268,13 @@ func (b *builder) providerSecrets() map[string]string {
 	for k, v := range b.pod.Claw.CllamaDefaults.Env {
 		if provider, ok := keys[k]; ok && len(v) >= 8 {
 			secrets[v] = provider
+		}
+	}
+	for name, pool := range b.pod.Claw.CllamaDefaults.Providers {
+		for _, v := range pool.Keys {
+			if len(v) >= 8 {
+				secrets[v] = name
+			}
 		}
 	}
 	return secrets

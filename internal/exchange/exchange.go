@@ -33,6 +33,12 @@ type Exchange struct {
 	Provider      string
 	UpstreamModel string
 	Stream        bool
+	// FallbackFrom is, once a call of the exchange went to a fallback
+	// target, the "<provider>/<model>" first asked, and FallbackReason
+	// why (Provider and UpstreamModel then name the target that
+	// answered). Set by the proxy's upstream call, read after it returns.
+	FallbackFrom   string
+	FallbackReason string
 	// Original is the runner's body exactly as received.
 	Original []byte
 	// Checked reports that Original and Body are JSON objects the edge

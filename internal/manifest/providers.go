@@ -17,11 +17,21 @@ const (
 )
 
 // Providers is <auth>/providers.json. Version 1 holds one api_key per
-// provider; version 2 holds a key pool per provider with an active key.
+// provider; version 2 holds a key pool per provider, over whose usable
+// keys cllama spreads requests, and the fallback chains.
 type Providers struct {
 	Version   int                  `json:"version,omitempty"`
 	Providers map[string]*Provider `json:"providers"`
+	// Fallbacks maps a "<provider>/<model>" to the "<provider>/<model>"s
+	// tried in turn when it cannot answer (x-claw.cllama-defaults.fallbacks).
+	Fallbacks map[string][]string `json:"fallbacks,omitempty"`
 }
+
+// Bounds of the fallback chains.
+const (
+	MaxFallbackSources = 256
+	MaxFallbackTargets = 8
+)
 
 // Provider is one upstream model provider.
 type Provider struct {
@@ -70,6 +80,35 @@ func (p *Provider) Secret() string {
 	return p.APIKey
 }
 
+// UsableKeys returns the keys requests are spread over: in v2 the
+// usable keys of the pool (a secret, state active), the active_key_id
+// first; in v1 api_key, as a key of id "api_key".
+func (p *Provider) UsableKeys() []ProviderKey {
+	usable := func(k ProviderKey) bool { return k.Secret != "" && (k.State == "" || k.State == "active") }
+	var out []ProviderKey
+	for _, k := range p.Keys {
+		if usable(k) && k.ID == p.ActiveKeyID {
+			out = append(out, k)
+		}
+	}
+	for _, k := range p.Keys {
+		if usable(k) && k.ID != p.ActiveKeyID {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 && p.APIKey != "" {
+		out = append(out, ProviderKey{ID: "api_key", Secret: p.APIKey})
+	}
+	return out
+}
+
+// SplitModelRef splits "<provider>/<model>"; ok is false unless both
+// parts are there.
+func SplitModelRef(ref string) (provider, model string, ok bool) {
+	provider, model, ok = strings.Cut(ref, "/")
+	return provider, model, ok && provider != "" && model != ""
+}
+
 // ParseProviders decodes and validates providers.json (v1 or v2).
 func ParseProviders(data []byte) (*Providers, error) {
 	var ps Providers
@@ -110,7 +149,36 @@ func ParseProviders(data []byte) (*Providers, error) {
 			}
 		}
 	}
+	if err := checkFallbacks(ps.Fallbacks); err != nil {
+		return nil, err
+	}
 	return &ps, nil
+}
+
+// checkFallbacks validates the shape of the fallback chains; that the
+// providers are configured and speak the formats is cllama's check, on
+// the registry it builds.
+func checkFallbacks(fb map[string][]string) error {
+	if len(fb) > MaxFallbackSources {
+		return fmt.Errorf("providers.json: fallbacks: %d entries (at most %d)", len(fb), MaxFallbackSources)
+	}
+	for src, targets := range fb {
+		if _, _, ok := SplitModelRef(src); !ok {
+			return fmt.Errorf("providers.json: fallbacks: %q must be \"<provider>/<model>\"", src)
+		}
+		if len(targets) == 0 || len(targets) > MaxFallbackTargets {
+			return fmt.Errorf("providers.json: fallbacks.%s: list 1 to %d targets", src, MaxFallbackTargets)
+		}
+		for i, t := range targets {
+			if _, _, ok := SplitModelRef(t); !ok {
+				return fmt.Errorf("providers.json: fallbacks.%s[%d]: %q must be \"<provider>/<model>\"", src, i, t)
+			}
+			if t == src || slices.Contains(targets[:i], t) {
+				return fmt.Errorf("providers.json: fallbacks.%s[%d]: %q is the source or listed twice", src, i, t)
+			}
+		}
+	}
+	return nil
 }
 
 // checkFormats validates a provider's "formats": present means at least

@@ -73,6 +73,10 @@ func (m *Mediator) auditOutcome(t *turn, out outcome) {
 	} else {
 		e.Type, e.StatusCode = audit.TypeResponse, http.StatusOK
 	}
+	if x.FallbackFrom != "" {
+		// The turn's last model call was answered by a fallback target.
+		e.Model, e.FallbackFrom, e.FallbackReason = x.Provider+"/"+x.UpstreamModel, x.FallbackFrom, x.FallbackReason
+	}
 	e.Sent, e.FirstByte = x.Timing()
 	m.rec.Emit(e)
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/keypool"
 )
 
 // The example Grafana dashboard queries only metrics cllama exports: a
@@ -34,7 +36,7 @@ func TestDashboardQueriesExistingMetrics(t *testing.T) {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("the dashboard is not JSON Grafana can import: %v", err)
 	}
-	known := New(Options{Continuity: func() (int, int64) { return 0, 0 }}).Names()
+	known := New(Options{Continuity: func() (int, int64) { return 0, 0 }, KeyPools: func() []keypool.ProviderState { return nil }}).Names()
 	metricName := regexp.MustCompile(`cllama_[a-z_]+`)
 	used := map[string]bool{}
 	check := func(where, expr string) {

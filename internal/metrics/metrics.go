@@ -19,6 +19,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -55,6 +56,7 @@ type Sink struct {
 	feedFetches   *prometheus.CounterVec
 	feedHits      *prometheus.CounterVec
 	manifestError *prometheus.CounterVec
+	fallbacks     *prometheus.CounterVec
 	activeStreams prometheus.Gauge
 
 	mu      sync.Mutex
@@ -75,6 +77,9 @@ type Options struct {
 	ContinuityBytesUnknown bool
 	// Pod is a constant label on every metric.
 	Pod string
+	// KeyPools, when set, reports the providers' circuits and keys
+	// (scraped): cllama_provider_circuit_state, cllama_key_state.
+	KeyPools func() []keypool.ProviderState
 }
 
 // New returns a Sink with its own registry (Go runtime and process
@@ -117,6 +122,7 @@ func New(o Options) *Sink {
 		feedFetches:   counter("cllama_feed_fetches_total", "Feed fetches, by agent, feed and outcome (ok, error, cached, stale).", "agent", "feed", "outcome"),
 		feedHits:      counter("cllama_feed_cache_hits_total", "Feeds served from the cache without a fetch.", "agent", "feed"),
 		manifestError: counter("cllama_manifest_errors_total", "Agent context files or providers.json that failed to load.", "agent"),
+		fallbacks:     counter("cllama_fallbacks_total", "Model calls sent to the next target of their fallback chain, by the \"<provider>/<model>\" that could not answer, the target and why (rate_limited, keys_dead, overloaded, server_error, connection_error, timeout, circuit_open).", "from", "to", "reason"),
 		models:        map[string]struct{}{},
 		streams:       map[string]struct{}{},
 	}
@@ -134,6 +140,14 @@ func New(o Options) *Sink {
 			n, h, c = f("cllama_continuity_bytes", "Size of the continuity store.")
 			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, func() float64 { _, b := cont(); return float64(b) }))
 		}
+	}
+	if o.KeyPools != nil {
+		kc := &keyCollector{pools: o.KeyPools}
+		n, h, c = f("cllama_provider_circuit_state", "A provider's circuit: 0 closed, 1 open (requests go to the fallback), 2 half-open (one probe goes).")
+		kc.circuit = prometheus.NewDesc(n, h, []string{"provider"}, c)
+		n, h, c = f("cllama_key_state", "A provider key's state, by its id in providers.json (never the secret): 0 active, 1 cooling down, 2 dead (refused by the provider), 3 circuit open.")
+		kc.key = prometheus.NewDesc(n, h, []string{"provider", "key"}, c)
+		reg.MustRegister(kc)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.names = names
@@ -226,6 +240,8 @@ func (s *Sink) Event(e *audit.Event) {
 		s.feedFetches.WithLabelValues(agentLabel(e.ClawID), e.Feed, outcome).Inc()
 	case audit.TypeManifestError:
 		s.manifestError.WithLabelValues(agentLabel(e.ClawID)).Inc()
+	case audit.TypeFallback:
+		s.fallbacks.WithLabelValues(s.model(e.FallbackFrom), s.model(e.Model), e.FallbackReason).Inc()
 	}
 	// A request ends with its response event or an error event with a
 	// status; other error events are notes (a history write that failed,
@@ -275,6 +291,26 @@ func (s *Sink) Event(e *audit.Event) {
 		}
 		if e.TokensOut != nil && *e.TokensOut > 0 {
 			s.tokens.WithLabelValues(agent, model, "out").Add(float64(*e.TokensOut))
+		}
+	}
+}
+
+// keyCollector reports the key pools' state at each scrape.
+type keyCollector struct {
+	pools        func() []keypool.ProviderState
+	circuit, key *prometheus.Desc
+}
+
+func (k *keyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- k.circuit
+	ch <- k.key
+}
+
+func (k *keyCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range k.pools() {
+		ch <- prometheus.MustNewConstMetric(k.circuit, prometheus.GaugeValue, float64(p.Circuit), p.Provider)
+		for _, key := range p.Keys {
+			ch <- prometheus.MustNewConstMetric(k.key, prometheus.GaugeValue, float64(key.State), p.Provider, key.ID)
 		}
 	}
 }

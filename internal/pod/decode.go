@@ -129,7 +129,7 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"}); err != nil {
+	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas", "providers", "fallbacks"}); err != nil {
 		return cd, err
 	}
 	switch hc := m["healthcheck"].(type) {
@@ -180,7 +180,120 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 			return cd, err
 		}
 	}
+	if raw, ok := m["providers"]; ok && raw != nil {
+		if cd.Providers, err = d.providerPools("x-claw.cllama-defaults.providers", raw); err != nil {
+			return cd, err
+		}
+	}
+	if raw, ok := m["fallbacks"]; ok && raw != nil {
+		if cd.Fallbacks, err = d.fallbacks("x-claw.cllama-defaults.fallbacks", raw); err != nil {
+			return cd, err
+		}
+	}
 	return cd, nil
+}
+
+// Bounds of the provider pools and fallback chains (cllama's own).
+const (
+	MaxProviderKeys    = 64
+	MaxFallbackSources = 256
+	MaxFallbackTargets = 8
+)
+
+// providerPools decodes providers: a mapping of provider name to its keys
+// and base URL.
+func (d *decoder) providerPools(key string, v any) (map[string]ProviderPool, error) {
+	m, err := d.object(key, v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]ProviderPool{}
+	for _, name := range sortedKeys(m) {
+		k := key + "." + name
+		lower := strings.ToLower(name)
+		if lower == "" || strings.ContainsAny(lower, "/ ") || lower != name {
+			return nil, d.errf(k, "write the provider's lower-case name, e.g. openai", "%q is not a provider name", name)
+		}
+		pm, err := d.object(k, m[name])
+		if err != nil {
+			return nil, err
+		}
+		if err := d.unknownKeys(k, pm, []string{"keys", "base-url"}); err != nil {
+			return nil, err
+		}
+		var pp ProviderPool
+		if pp.BaseURL, err = d.str(k+".base-url", pm["base-url"], false); err != nil {
+			return nil, err
+		}
+		if pp.BaseURL != "" && !strings.HasPrefix(pp.BaseURL, "http://") && !strings.HasPrefix(pp.BaseURL, "https://") {
+			return nil, d.errf(k+".base-url", "write the provider's base URL, e.g. https://api.openai.com/v1", "%q is not an http(s) URL", pp.BaseURL)
+		}
+		const fix = `write a list of keys, each from the environment: ["${OPENAI_KEY_A}", "${OPENAI_KEY_B}"]`
+		list, ok := pm["keys"].([]any)
+		if pm["keys"] != nil && !ok {
+			return nil, d.errf(k+".keys", fix, "must be a list, got %s", typeName(pm["keys"]))
+		}
+		if len(list) > MaxProviderKeys {
+			return nil, d.errf(k+".keys", fmt.Sprintf("list at most %d keys", MaxProviderKeys), "%d keys", len(list))
+		}
+		for i, e := range list {
+			s, ok := e.(string)
+			if !ok || strings.TrimSpace(s) == "" {
+				return nil, d.errf(fmt.Sprintf("%s.keys[%d]", k, i), fix+"; is the variable set?", "is empty or not a string")
+			}
+			if slices.Contains(pp.Keys, s) {
+				return nil, d.errf(fmt.Sprintf("%s.keys[%d]", k, i), "list each key once", "the same key as an earlier entry")
+			}
+			pp.Keys = append(pp.Keys, s)
+		}
+		if len(pp.Keys) == 0 && pp.BaseURL == "" {
+			return nil, d.errf(k, fix+`, and/or base-url`, "names neither keys nor a base URL")
+		}
+		out[name] = pp
+	}
+	return out, nil
+}
+
+// fallbacks decodes fallbacks: a mapping of "<provider>/<model>" to the
+// list of "<provider>/<model>" tried in turn.
+func (d *decoder) fallbacks(key string, v any) (map[string][]string, error) {
+	const fix = `write "<provider>/<model>": ["<provider>/<model>", ...], e.g. "anthropic/claude-sonnet-4-5": ["openrouter/anthropic/claude-sonnet-4.5"]`
+	m, err := d.object(key, v)
+	if err != nil {
+		return nil, err
+	}
+	if len(m) > MaxFallbackSources {
+		return nil, d.errf(key, fmt.Sprintf("list at most %d models", MaxFallbackSources), "%d models", len(m))
+	}
+	ref := func(s string) bool {
+		p, mod, ok := strings.Cut(s, "/")
+		return ok && p != "" && mod != "" && strings.TrimSpace(s) == s
+	}
+	out := map[string][]string{}
+	for _, src := range sortedKeys(m) {
+		k := key + "." + src
+		if !ref(src) {
+			return nil, d.errf(k, fix, "%q is not \"<provider>/<model>\"", src)
+		}
+		list, ok := m[src].([]any)
+		if !ok || len(list) == 0 || len(list) > MaxFallbackTargets {
+			return nil, d.errf(k, fix, "must be a list of 1 to %d models", MaxFallbackTargets)
+		}
+		var targets []string
+		for i, e := range list {
+			s, ok := e.(string)
+			ek := fmt.Sprintf("%s[%d]", k, i)
+			if !ok || !ref(s) {
+				return nil, d.errf(ek, fix, "must be \"<provider>/<model>\"")
+			}
+			if s == src || slices.Contains(targets, s) {
+				return nil, d.errf(ek, "list each target once, never the model itself", "%q is the model itself or listed twice", s)
+			}
+			targets = append(targets, s)
+		}
+		out[src] = targets
+	}
+	return out, nil
 }
 
 // env accepts a mapping or a list of KEY=VALUE strings, like compose's

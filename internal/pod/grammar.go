@@ -72,6 +72,19 @@ type CllamaDefaults struct {
 	// Replicas is replicas: how many cllama pods the Kubernetes target
 	// runs (0 when not written: one). Compose runs one cllama.
 	Replicas int
+	// Providers is providers: per provider (lower-case name), a pool of
+	// keys cllama spreads requests over and its base URL (optional for
+	// built-in providers). Compiled into providers.json version 2.
+	Providers map[string]ProviderPool
+	// Fallbacks is fallbacks: per "<provider>/<model>", the
+	// "<provider>/<model>"s tried in turn when it cannot answer.
+	Fallbacks map[string][]string
+}
+
+// ProviderPool is one entry of x-claw.cllama-defaults.providers.
+type ProviderPool struct {
+	Keys    []string
+	BaseURL string
 }
 
 // ServiceClaw is a service-level x-claw block.

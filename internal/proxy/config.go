@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/owners"
 )
 
@@ -166,6 +167,15 @@ type Config struct {
 	// (CLLAMA_IDLE_TIMEOUT / -idle-timeout).
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
+	// CircuitFailures is how many failures in a row (5xx, connection
+	// errors, first-byte timeouts) open a provider's or a key's circuit
+	// (CLLAMA_CIRCUIT_FAILURES / -circuit-failures, default
+	// keypool.DefaultCircuitFailures); CircuitOpen how long it stays
+	// open, its requests going to the fallback, before one probe
+	// (CLLAMA_CIRCUIT_OPEN / -circuit-open, default
+	// keypool.DefaultCircuitOpen).
+	CircuitFailures int
+	CircuitOpen     time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM
 	// (CLLAMA_SHUTDOWN_TIMEOUT / -shutdown-timeout).
 	ShutdownTimeout time.Duration
@@ -221,6 +231,8 @@ func DefaultConfig() Config {
 		HistoryFsync:        DefaultHistoryFsync,
 		UpstreamClient:      UpstreamH1,
 		StoredIDsMax:        DefaultStoredIDsMax,
+		CircuitFailures:     keypool.DefaultCircuitFailures,
+		CircuitOpen:         keypool.DefaultCircuitOpen,
 		ProviderEnv:         map[string]ProviderEnv{},
 	}
 }
@@ -338,6 +350,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	count(&c.MaxAgentConcurrency, "CLLAMA_MAX_CONCURRENT_PER_AGENT")
 	count(&c.MaxQueuedPerAgent, "CLLAMA_MAX_QUEUED_PER_AGENT")
 	count(&c.MCPMaxSessions, "CLLAMA_MCP_MAX_SESSIONS")
+	count(&c.CircuitFailures, "CLLAMA_CIRCUIT_FAILURES")
 	dur := func(dst *time.Duration, key string) {
 		if v := env[key]; v != "" {
 			d, err := time.ParseDuration(v)
@@ -355,6 +368,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	dur(&c.IdleTimeout, "CLLAMA_IDLE_TIMEOUT")
 	dur(&c.ShutdownTimeout, "CLLAMA_SHUTDOWN_TIMEOUT")
 	dur(&c.MCPSessionIdle, "CLLAMA_MCP_SESSION_IDLE")
+	dur(&c.CircuitOpen, "CLLAMA_CIRCUIT_OPEN")
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
@@ -420,6 +434,10 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("-result-max-bytes, -result-store-agent-bytes, -result-store-bytes: must be >= 0")
 	case c.StoredIDsMax <= 0:
 		return c, fmt.Errorf("-stored-ids-max: must be > 0")
+	case c.CircuitFailures <= 0:
+		return c, fmt.Errorf("-circuit-failures: must be > 0")
+	case c.CircuitOpen <= 0:
+		return c, fmt.Errorf("-circuit-open: must be > 0")
 	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0,
 		c.ReadHeaderTimeout <= 0, c.IdleTimeout <= 0:
 		return c, fmt.Errorf("timeouts must be > 0")
@@ -481,6 +499,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "how long a kept-alive connection may wait for its next request (CLLAMA_IDLE_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "drain time for in-flight requests on SIGTERM (CLLAMA_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.UpstreamClient, "upstream-client", c.UpstreamClient, "HTTP client of cleartext upstreams: h1 or net/http (CLLAMA_UPSTREAM_CLIENT)")
+	fs.IntVar(&c.CircuitFailures, "circuit-failures", c.CircuitFailures, "failures in a row (5xx, connection errors, first-byte timeouts) that open a provider's or a key's circuit (CLLAMA_CIRCUIT_FAILURES)")
+	fs.DurationVar(&c.CircuitOpen, "circuit-open", c.CircuitOpen, "how long an open circuit sends requests to the fallback before one probe (CLLAMA_CIRCUIT_OPEN)")
 	fs.StringVar(&c.HistoryFsync, "history-fsync", c.HistoryFsync, "when history reaches stable storage: always, never, or an interval such as 1s (CLLAMA_HISTORY_FSYNC)")
 }
 

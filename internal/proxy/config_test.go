@@ -136,7 +136,7 @@ func TestBuildRegistry(t *testing.T) {
 		"gemini":     {}, // nothing set: not a provider
 		"trading":    {APIKey: "unrelated"},
 	}
-	reg, err := buildRegistry(ps, env, formats.All())
+	reg, err := buildRegistry(ps, env, formats.All(), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBuildRegistry(t *testing.T) {
 
 func TestBuildRegistryUnknownWithoutBaseURL(t *testing.T) {
 	ps, _ := manifest.ParseProviders([]byte(`{"providers":{"mystery":{"api_key":"k"}}}`))
-	_, err := buildRegistry(ps, nil, formats.All())
+	_, err := buildRegistry(ps, nil, formats.All(), nil, "")
 	if err == nil || !strings.Contains(err.Error(), "providers.mystery.base_url") || !strings.Contains(err.Error(), "MYSTERY_BASE_URL") {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestProvidersReloadOnChange(t *testing.T) {
 	path := filepath.Join(dir, "providers.json")
 	writeFile(t, path, `{"providers":{"a":{"base_url":"http://a/v1","api_key":"k1"}}}`)
 	var reported []error
-	s, err := newProviderSource(dir, nil, formats.All(), func(err error) { reported = append(reported, err) })
+	s, err := newProviderSource(dir, nil, formats.All(), nil, func(err error) { reported = append(reported, err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,5 +215,21 @@ func TestDefaultProviderConfig(t *testing.T) {
 	_, err = New(Config{AuthDir: t.TempDir(), DefaultProvider: "nope"}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "CLLAMA_DEFAULT_PROVIDER") {
 		t.Fatalf("New: %v", err)
+	}
+}
+
+func TestLoadConfigCircuit(t *testing.T) {
+	c, err := LoadConfig(nil, nil, io.Discard)
+	if err != nil || c.CircuitFailures != 5 || c.CircuitOpen != 30*time.Second {
+		t.Fatalf("defaults %d %v %v", c.CircuitFailures, c.CircuitOpen, err)
+	}
+	c, err = LoadConfig([]string{"-circuit-open", "1m"}, []string{"CLLAMA_CIRCUIT_FAILURES=3", "CLLAMA_CIRCUIT_OPEN=10s"}, io.Discard)
+	if err != nil || c.CircuitFailures != 3 || c.CircuitOpen != time.Minute {
+		t.Fatalf("env and flag: %d %v %v", c.CircuitFailures, c.CircuitOpen, err)
+	}
+	for _, bad := range []string{"CLLAMA_CIRCUIT_FAILURES=0", "CLLAMA_CIRCUIT_FAILURES=many", "CLLAMA_CIRCUIT_OPEN=soon"} {
+		if _, err := LoadConfig(nil, []string{bad}, io.Discard); err == nil || !strings.Contains(err.Error(), strings.Split(bad, "=")[0]) {
+			t.Errorf("%s: %v, want an error naming the variable", bad, err)
+		}
 	}
 }

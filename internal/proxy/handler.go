@@ -180,7 +180,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	if neverStreams {
 		info.Stream = false // a count never streams
 	}
-	call := &upstreamCall{route: route, url: url(route), header: r.Header, rawQuery: r.URL.RawQuery, hold: pb}
+	call := &upstreamCall{route: route, fi: fi, reg: reg, urlOf: url, url: url(route), header: r.Header, rawQuery: r.URL.RawQuery, hold: pb}
 	x := &exchange.Exchange{
 		ID:            id,
 		Start:         start,
@@ -225,15 +225,15 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	return m, true
 }
 
-// sender is how x's upstream calls are sent: each a client span, its
-// times noted on x.
+// sender is how x's upstream calls are sent (sendChain: a key of the
+// pool, the fallback chain): each a client span, its times noted on x.
 func (s *Server) sender(x *exchange.Exchange, call *upstreamCall) func(context.Context, [][]byte) (*http.Response, error) {
 	model := x.UpstreamModel
 	return func(ctx context.Context, b [][]byte) (*http.Response, error) {
 		x.NoteSent(s.now())
 		ctx, span := tracing.Start(ctx, "chat "+model, trace.SpanKindClient, attribute.String("gen_ai.request.model", model))
 		defer span.End()
-		resp, err := s.send(ctx, call, b)
+		resp, err := s.sendChain(ctx, x, call, model, b)
 		if err == nil {
 			x.NoteFirstByte(s.now())
 			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/filewatch"
+	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -32,10 +33,16 @@ type Route struct {
 	// of every format are sent.
 	Formats []string
 
+	// keys are the pool's keys, the active one first (none without a
+	// secret); pool keeps their state and the provider's circuit (nil:
+	// keys are used as they come, no state).
+	keys []routeKey
+	pool *keypool.Provider
+
 	// Built once per registry, not per request.
 	urls      []string // upstream URL per format, indexed as Server.formats
 	countURLs []string // token-counting URL per format ("" when it has none)
-	authValue []string // the Authorization or X-Api-Key header value
+	authValue []string // the first key's Authorization or X-Api-Key header value
 	// speaks tells, per format, whether the provider speaks it (all true
 	// when Formats is nil); spoken lists its endpoints for messages.
 	speaks []bool
@@ -71,12 +78,32 @@ func (r *Route) finish(formats []wire.Format) {
 			r.countURLs[i] = r.URL(tc.CountTokens().Upstream)
 		}
 	}
-	switch r.Auth {
-	case manifest.ProviderAuthBearer:
-		r.authValue = []string{"Bearer " + r.Secret}
-	case manifest.ProviderAuthXAPIKey:
-		r.authValue = []string{r.Secret}
+	for i := range r.keys {
+		switch r.Auth {
+		case manifest.ProviderAuthBearer:
+			r.keys[i].authValue = []string{"Bearer " + r.keys[i].secret}
+		case manifest.ProviderAuthXAPIKey:
+			r.keys[i].authValue = []string{r.keys[i].secret}
+		}
 	}
+	if len(r.keys) > 0 {
+		r.authValue = r.keys[0].authValue
+	}
+}
+
+// routeKey is one key of a route's pool.
+type routeKey struct {
+	id        string
+	secret    string
+	authValue []string
+}
+
+// keyAuth is the header value of key k (-1: the provider has none).
+func (r *Route) keyAuth(k int) []string {
+	if k < 0 || k >= len(r.keys) {
+		return nil
+	}
+	return r.keys[k].authValue
 }
 
 // checkSpeaks refuses a request of format fi, on endpoint (its route),
@@ -96,6 +123,16 @@ func (r *Route) checkSpeaks(fi int, endpoint string) error {
 type registry struct {
 	routes map[string]*Route
 	names  string // sorted names, for error messages
+	// fallbacks are the chains, by "<provider>/<model>" (the provider's
+	// name as routed, lower-case).
+	fallbacks map[string][]fallbackTarget
+}
+
+// fallbackTarget is one step of a fallback chain.
+type fallbackTarget struct {
+	route *Route
+	model string
+	ref   string // "<provider>/<model>"
 }
 
 // buildRegistry merges providers.json (ps, may be nil) with the environment
@@ -104,7 +141,8 @@ type registry struct {
 // active key, else v1 api_key), then <NAME>_API_KEY; auth from
 // providers.json, then the built-in table, then bearer when there is a key
 // and none without one.
-func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats []wire.Format) (*registry, error) {
+// With pools, each route's keys are a pool of it in generation gen.
+func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats []wire.Format, pools *keypool.Pools, gen string) (*registry, error) {
 	reg := &registry{routes: make(map[string]*Route)}
 	add := func(name string, p *manifest.Provider) error {
 		name = strings.ToLower(name)
@@ -131,9 +169,13 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 			if p.Formats != nil {
 				rt.Formats = p.Formats
 			}
+			for _, k := range p.UsableKeys() {
+				rt.keys = append(rt.keys, routeKey{id: k.ID, secret: k.Secret})
+			}
 		}
-		if rt.Secret == "" {
+		if rt.Secret == "" && e.APIKey != "" {
 			rt.Secret = e.APIKey
+			rt.keys = []routeKey{{id: "env", secret: e.APIKey}}
 		}
 		if rt.Auth == "" && known {
 			rt.Auth = b.Auth
@@ -143,8 +185,19 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 		}
 		if rt.Secret == "" {
 			rt.Auth = manifest.ProviderAuthNone
+			rt.keys = nil
+		}
+		if len(rt.keys) > keypool.MaxKeys {
+			return fmt.Errorf("providers.json: providers.%s.keys: %d usable keys (at most %d)", name, len(rt.keys), keypool.MaxKeys)
 		}
 		rt.finish(formats)
+		if pools != nil {
+			ks := make([]keypool.Key, len(rt.keys))
+			for i, k := range rt.keys {
+				ks[i] = keypool.Key{ID: k.id, Fingerprint: keypool.Fingerprint(k.secret)}
+			}
+			rt.pool = pools.Provider(name, ks, gen)
+		}
 		reg.routes[name] = rt
 		return nil
 	}
@@ -167,6 +220,12 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 			}
 		}
 	}
+	if ps != nil {
+		var err error
+		if reg.fallbacks, err = buildFallbacks(ps.Fallbacks, reg, formats); err != nil {
+			return nil, err
+		}
+	}
 	names := make([]string, 0, len(reg.routes))
 	for n := range reg.routes {
 		names = append(names, n)
@@ -177,6 +236,39 @@ func buildRegistry(ps *manifest.Providers, env map[string]ProviderEnv, formats [
 		reg.names = "(none configured)"
 	}
 	return reg, nil
+}
+
+// buildFallbacks resolves the fallback chains against the routes: every
+// provider named must be configured, and a target must speak every
+// format its source's provider speaks (no translation between formats).
+func buildFallbacks(fb map[string][]string, reg *registry, formats []wire.Format) (map[string][]fallbackTarget, error) {
+	if len(fb) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]fallbackTarget, len(fb))
+	for src, targets := range fb {
+		sp, sm, _ := manifest.SplitModelRef(src)
+		from := reg.routes[strings.ToLower(sp)]
+		if from == nil {
+			return nil, fmt.Errorf("providers.json: fallbacks: %q names provider %q, which is not configured", src, sp)
+		}
+		key := from.Name + "/" + sm
+		for i, t := range targets {
+			tp, tm, _ := manifest.SplitModelRef(t)
+			to := reg.routes[strings.ToLower(tp)]
+			if to == nil {
+				return nil, fmt.Errorf("providers.json: fallbacks.%s[%d]: %q names provider %q, which is not configured", src, i, t, tp)
+			}
+			for fi, f := range formats {
+				// A provider whose formats are unknown is taken at its word.
+				if from.Formats != nil && to.Formats != nil && from.speaks[fi] && !to.speaks[fi] {
+					return nil, fmt.Errorf("providers.json: fallbacks.%s[%d]: provider %s does not speak the %s format that %s speaks; choose a target that speaks every format of its source", src, i, to.Name, f.Name(), from.Name)
+				}
+			}
+			out[key] = append(out[key], fallbackTarget{route: to, model: tm, ref: to.Name + "/" + tm})
+		}
+	}
+	return out, nil
 }
 
 func envName(provider string) string {
@@ -191,12 +283,13 @@ type providerSource struct {
 	env     map[string]ProviderEnv
 	formats []wire.Format
 	onError func(error)
+	pools   *keypool.Pools
 
 	cur filewatch.Value[registry]
 }
 
-func newProviderSource(authDir string, env map[string]ProviderEnv, formats []wire.Format, onError func(error)) (*providerSource, error) {
-	s := &providerSource{path: filepath.Join(authDir, "providers.json"), env: env, formats: formats, onError: onError}
+func newProviderSource(authDir string, env map[string]ProviderEnv, formats []wire.Format, pools *keypool.Pools, onError func(error)) (*providerSource, error) {
+	s := &providerSource{path: filepath.Join(authDir, "providers.json"), env: env, formats: formats, onError: onError, pools: pools}
 	reg, stamp, err := s.load()
 	if err != nil {
 		return nil, err
@@ -219,7 +312,9 @@ func (s *providerSource) load() (*registry, string, error) {
 			return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
 		}
 	}
-	reg, err := buildRegistry(ps, s.env, s.formats)
+	// Dead keys stay dead until the file changes: its bytes name the
+	// generation.
+	reg, err := buildRegistry(ps, s.env, s.formats, s.pools, keypool.Generation(raw))
 	if err != nil {
 		return nil, stamp, fmt.Errorf("%s: %w", s.path, err)
 	}

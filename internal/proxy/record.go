@@ -39,6 +39,10 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 	if typ != audit.TypeRequest {
 		e.LatencyMS = audit.Ptr(sinceMS(s.now(), x.Start))
 		e.Sent, e.FirstByte = x.Timing()
+		if x.FallbackFrom != "" {
+			// A fallback target answered: the event names it.
+			e.Model, e.FallbackFrom, e.FallbackReason = x.Provider+"/"+x.UpstreamModel, x.FallbackFrom, x.FallbackReason
+		}
 	}
 	if fill != nil {
 		fill(e)

@@ -200,7 +200,7 @@ func mustRegistry(providers string) *registry {
 	if err != nil {
 		panic(err)
 	}
-	reg, err := buildRegistry(ps, nil, formats.All())
+	reg, err := buildRegistry(ps, nil, formats.All(), nil, "")
 	if err != nil {
 		panic(err)
 	}

@@ -26,7 +26,12 @@ var jsonContentType = []string{"application/json"}
 
 // upstreamCall is what one upstream call needs besides the body.
 type upstreamCall struct {
-	route    *Route
+	route *Route
+	fi    int       // the format's index (Server.formats)
+	reg   *registry // the registry the route came from: its fallbacks
+	// urlOf is the URL of the call's endpoint on another route (a
+	// fallback target).
+	urlOf    func(*Route) string
 	method   string // "" is POST
 	url      string
 	header   http.Header // the runner's headers; filtered here
@@ -45,8 +50,14 @@ type upstreamCall struct {
 // longer than StreamIdleTimeout between reads. Closing the returned body
 // releases everything.
 func (s *Server) send(ctx context.Context, c *upstreamCall, body [][]byte) (*http.Response, error) {
+	return s.sendKey(ctx, c, c.url, body, c.route.Auth, c.route.authValue)
+}
+
+// sendKey is send to url, authenticated as auth says with the header
+// value key (nil: none).
+func (s *Server) sendKey(ctx context.Context, c *upstreamCall, url string, body [][]byte, auth string, key []string) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	u := c.url
+	u := url
 	if c.rawQuery != "" {
 		u += "?" + c.rawQuery
 	}
@@ -57,7 +68,7 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body [][]byte) (*htt
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		cancel(nil)
-		return nil, fmt.Errorf("provider %s: %w", c.route.Name, err)
+		return nil, fmt.Errorf("cllama: upstream request: %w", err)
 	}
 	if body != nil {
 		setBody(req, body, c.hold)
@@ -70,11 +81,13 @@ func (s *Server) send(ctx context.Context, c *upstreamCall, body [][]byte) (*htt
 		// Shared, never-mutated header values: no allocation per request.
 		req.Header["Content-Type"] = jsonContentType
 	}
-	switch c.route.Auth {
-	case manifest.ProviderAuthBearer:
-		req.Header["Authorization"] = c.route.authValue
-	case manifest.ProviderAuthXAPIKey:
-		req.Header["X-Api-Key"] = c.route.authValue
+	if key != nil {
+		switch auth {
+		case manifest.ProviderAuthBearer:
+			req.Header["Authorization"] = key
+		case manifest.ProviderAuthXAPIKey:
+			req.Header["X-Api-Key"] = key
+		}
 	}
 
 	timer := time.AfterFunc(s.cfg.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })

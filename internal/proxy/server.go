@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
+	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/tracing"
@@ -84,6 +86,11 @@ type Options struct {
 	// AgentCheckInterval is how often a cached agent's files are re-stat'ed
 	// (0: agentctx.DefaultCheckInterval; negative: on every request).
 	AgentCheckInterval time.Duration
+	// KeyPools, when set, keeps the state of the providers' keys and
+	// circuits (replicas share it through Redis: cmd/cllama builds it);
+	// nil: New builds one with its state in <state dir>/keys.json,
+	// closed by Close.
+	KeyPools *keypool.Pools
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Idle, when set, runs once traffic has stopped (no request in
@@ -132,6 +139,10 @@ type Server struct {
 
 	// admit bounds the bodies and per-agent requests in progress.
 	admit *admission
+	// pools keep the keys' and circuits' state; ownPools when New
+	// opened them (Close closes them).
+	pools    *keypool.Pools
+	ownPools bool
 
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -204,7 +215,15 @@ func New(cfg Config, opts Options) (*Server, error) {
 			s.rec.Emit(audit.Event{Type: audit.TypeManifestError, ClawID: id, Error: err.Error()})
 		},
 	})
-	ps, err := newProviderSource(cfg.AuthDir, cfg.ProviderEnv, s.formats, func(err error) {
+	if s.pools = opts.KeyPools; s.pools == nil {
+		if s.pools, err = OpenKeyPools(cfg, s.alerts, s.now, func(err error) {
+			s.rec.Emit(audit.Event{Type: audit.TypeError, Error: err.Error()})
+		}, nil); err != nil {
+			return nil, err
+		}
+		s.ownPools = true
+	}
+	ps, err := newProviderSource(cfg.AuthDir, cfg.ProviderEnv, s.formats, s.pools, func(err error) {
 		s.rec.Emit(audit.Event{Type: audit.TypeManifestError, Error: err.Error()})
 	})
 	if err != nil {
@@ -248,7 +267,33 @@ func New(cfg Config, opts Options) (*Server, error) {
 // It also stops the memory trims still to come.
 func (s *Server) Close() error {
 	s.admit.close()
-	return s.owners.Close()
+	err := s.owners.Close()
+	if s.ownPools {
+		err = errors.Join(err, s.pools.Close())
+	}
+	return err
+}
+
+// KeyPools returns the providers' key pools and circuits (for metrics).
+func (s *Server) KeyPools() *keypool.Pools { return s.pools }
+
+// KeyStateFile is the file under the state directory where the keys'
+// state survives a restart.
+const KeyStateFile = "keys.json"
+
+// OpenKeyPools opens the pools of the providers' keys with cfg's circuit
+// settings, their state in <state dir>/keys.json (memory only without a
+// state directory) and, with shared, in the store replicas share.
+func OpenKeyPools(cfg Config, alerts keypool.Alerter, now func() time.Time, onError func(error), shared keypool.Shared) (*keypool.Pools, error) {
+	o := keypool.Options{Failures: cfg.CircuitFailures, Open: cfg.CircuitOpen, Now: now, Alerts: alerts, OnError: onError, Shared: shared}
+	if dir := cfg.ContinuityDir(); dir != "" {
+		o.StateFile = filepath.Join(dir, KeyStateFile)
+	}
+	p, err := keypool.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("%w (CLLAMA_STATE_DIR)", err)
+	}
+	return p, nil
 }
 
 // Config returns the configuration the server runs with (defaults filled).

@@ -53,7 +53,7 @@ func TestRegistryFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := buildRegistry(ps, nil, formats.All())
+	reg, err := buildRegistry(ps, nil, formats.All(), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
