@@ -521,7 +521,10 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 	for i, f := range fields {
 		known[i] = f.name
 	}
-	if err := d.unknownKeys(key, m, known); err != nil {
+	if err := d.unknownKeys(key, m, append(known, "approve-destructive", "approval-timeout")); err != nil {
+		return p, err
+	}
+	if err := d.approvalPolicy(key, m, &p); err != nil {
 		return p, err
 	}
 	for _, f := range fields {
