@@ -24,6 +24,12 @@ const (
 	// it opened: File, Offset (where the file now ends) and Bytes (how
 	// many were cut); ClawID for an agent's session history.
 	TypeFileRepaired = "file_repaired"
+	// TypeApprovalRequested is a call held for a person's decision;
+	// TypeApprovalDecided how its request ended (Approval.Decision:
+	// approved, denied, timeout, cancelled, lost), by whom, why and after
+	// how long.
+	TypeApprovalRequested = "approval_requested"
+	TypeApprovalDecided   = "approval_decided"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -88,6 +94,26 @@ type Event struct {
 	// file_repaired: the file and the offset it was cut at.
 	File   string `json:"file,omitempty"`
 	Offset *int64 `json:"offset,omitempty"`
+
+	// Approval is set on approval_requested and approval_decided, and on
+	// the tool_call of a call that was held.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is a held call's approval request in an event.
+type Approval struct {
+	ID string `json:"id"`
+	// Rule held the call; ArgumentsSHA256 is its arguments' digest and
+	// ExpiresAt when it times out (approval_requested).
+	Rule            string     `json:"rule,omitempty"`
+	ArgumentsSHA256 string     `json:"arguments_sha256,omitempty"`
+	ExpiresAt       *time.Time `json:"expires_at,omitempty"`
+	// Decision, By, Reason and WaitMS (approval_decided; Decision also on
+	// the tool_call).
+	Decision string `json:"decision,omitempty"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	WaitMS   *int64 `json:"wait_ms,omitempty"`
 }
 
 // FileRepaired is the file_repaired event of a cut: n bytes were cut off
