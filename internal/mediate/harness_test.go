@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -244,6 +245,8 @@ type harnessOptions struct {
 	maxEntryBytes int64
 	// continuity replaces the store opened from stateDir.
 	continuity ContinuityStore
+	// approvals holds calls of tools with approvals.
+	approvals *approvals.Manager
 }
 
 func newHarness(t *testing.T, k kit, o harnessOptions) *harness {
@@ -275,7 +278,7 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 		_ = h.med.Close() // a restart: the old one lets go of the state directory
 	}
 	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
-		RetryBaseDelay: time.Millisecond})
+		RetryBaseDelay: time.Millisecond, Approvals: o.approvals})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -58,6 +58,9 @@ type turn struct {
 	sessionRounds int
 	called        []string
 	filtered      []audit.Filtered
+	// budget is total_timeout_ms, paused while a call waits for a
+	// person's decision.
+	budget *budget
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -143,8 +146,10 @@ func (m *Mediator) presentTurn(ctx context.Context, x *exchange.Exchange, f wire
 // Loop"). Each iteration asks the model once and dispatches on who owns
 // the calls in its answer.
 func (t *turn) run(parent context.Context) outcome {
-	ctx, cancel := context.WithTimeout(parent, time.Duration(t.policy.TotalTimeoutMS)*time.Millisecond)
-	defer cancel()
+	b := newBudget(parent, time.Duration(t.policy.TotalTimeoutMS)*time.Millisecond)
+	defer b.stop()
+	t.budget = b
+	var ctx context.Context = b
 	for {
 		out, done := t.round(ctx, parent)
 		if done {
