@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/continuity"
@@ -39,9 +44,14 @@ type stages struct {
 	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
+	// approvals holds calls for a person's decision.
+	approvals *approvals.Manager
 }
 
 func (s *stages) Close() error {
+	if s.approvals != nil {
+		_ = s.approvals.Close()
+	}
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
@@ -84,14 +94,17 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		}
 		st.history = hw
 	}
-	var shared mediate.ContinuityStore
+	var (
+		shared mediate.ContinuityStore
+		client *redis.Client
+	)
 	if cfg.StateURL != "" {
 		c, err := sharedstate.Open(context.Background(), cfg.StateURL)
 		if err != nil {
 			_ = st.Close()
 			return nil, err
 		}
-		st.redis = c
+		st.redis, client = c, c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
@@ -106,8 +119,13 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	}
 	st.rec = recorder.New(aud, hist)
 	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
+	var err error
+	if st.approvals, err = openApprovals(cfg, client, st.rec); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
-		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
+		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes, Approvals: st.approvals})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
@@ -123,7 +141,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	decorator := feeds.New(feeds.Options{Recorder: st.rec})
 	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
-		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
+		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Approvals: st.approvals})
 	st.opts = proxy.Options{
 		Broker:    st.broker,
 		Owners:    st.owners,
@@ -133,4 +151,38 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		Mediator:  med,
 	}
 	return st, nil
+}
+
+// openApprovals is where held calls wait: in Redis with replicas (a
+// decision through any replica releases the call held on another), else
+// in memory with each pending request kept under the state directory, so
+// the ones a previous process left pending end lost, recorded, as this
+// one starts.
+func openApprovals(cfg proxy.Config, client *redis.Client, rec *recorder.Recorder) (*approvals.Manager, error) {
+	// A process of its own in the requests it holds: a restarted replica
+	// does not take over what its previous process held.
+	replica := cfg.ReplicaID
+	if replica == "" {
+		replica, _ = os.Hostname()
+	}
+	replica += "-" + approvals.NewID()[:8]
+	o := approvals.Options{Emit: rec.Emit, Replica: replica}
+	switch {
+	case client != nil:
+		s, err := approvals.NewRedis(context.Background(), client, cfg.Pod, replica, 0)
+		if err != nil {
+			return nil, fmt.Errorf("CLLAMA_STATE_URL: %w", err)
+		}
+		o.Store = s
+	case cfg.ContinuityDir() != "":
+		s, lost, err := approvals.OpenLocal(filepath.Join(cfg.ContinuityDir(), "approvals"), time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("CLLAMA_STATE_DIR: %w", err)
+		}
+		o.Store = s
+		m := approvals.New(o)
+		m.Lost(lost)
+		return m, nil
+	}
+	return approvals.New(o), nil
 }
