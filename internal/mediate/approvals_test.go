@@ -315,3 +315,31 @@ func approvalsRedis(t *testing.T) string {
 	t.Fatal("redis-server did not start")
 	return ""
 }
+
+// A cllama restart: the requests the stopped process left pending end
+// lost when it starts again, and an approval of one no longer runs
+// anything (the call waited in the memory of the process that is gone).
+func TestARestartLosesThePendingCalls(t *testing.T) {
+	eachFormat(t, func(t *testing.T, k kit, stream bool) {
+		dir := t.TempDir()
+		store, _, err := approvals.OpenLocal(dir, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ht := holdEcho(t, k, stream, manifest.Policy{}, store)
+		r := pendingOf(t, store, 1)[0]
+		// The new process opens the same state directory.
+		again, lost, err := approvals.OpenLocal(dir, time.Now())
+		if err != nil || len(lost) != 1 || lost[0].ID != r.ID || lost[0].State != approvals.Lost {
+			t.Fatalf("lost %v %v", lost, err)
+		}
+		m := approvals.New(approvals.Options{Store: again})
+		if got, err := m.Decide(context.Background(), r.ID, approvals.Decision{State: approvals.Approved, By: "ops"}); err != approvals.ErrDecided || got.State != approvals.Lost {
+			t.Fatalf("approving after the restart: %+v %v", got, err)
+		}
+		ht.stop() // the old process's request is gone with it
+		if ht.h.svc.count("echo") != 0 {
+			t.Fatal("a call held before the restart ran")
+		}
+	})
+}
