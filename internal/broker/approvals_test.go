@@ -3,8 +3,11 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/approvals"
@@ -31,8 +35,12 @@ type heldMCP struct {
 	prog []*mcp.ProgressNotificationParams
 }
 
-func newHeldMCP(t *testing.T, timeout int) *heldMCP {
-	h := &heldMCP{m: approvals.New(approvals.Options{Poll: 10 * time.Millisecond}), args: make(chan json.RawMessage, 8)}
+func newHeldMCP(t *testing.T, timeout int, store ...approvals.Store) *heldMCP {
+	o := approvals.Options{Poll: 10 * time.Millisecond}
+	if len(store) > 0 {
+		o.Store = store[0]
+	}
+	h := &heldMCP{m: approvals.New(o), args: make(chan json.RawMessage, 8)}
 	b := New(Options{Approvals: h.m, Runner: runnerFunc(func(_ context.Context, c toolexec.Call) toolexec.Envelope {
 		h.ran.Add(1)
 		h.args <- c.Arguments
@@ -174,5 +182,51 @@ func TestAHeldToolsCallTimesOut(t *testing.T) {
 	}
 	if h.ran.Load() != 0 {
 		t.Fatal("a timed-out call ran")
+	}
+}
+
+// With replicas, a decision through another cllama releases the
+// tools/call held here.
+func TestAHeldToolsCallIsReleasedByAnotherReplica(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed (apt-get install redis-server)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	store := func(replica string) *approvals.Redis {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+		t.Cleanup(func() { c.Close() })
+		var s *approvals.Redis
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if s, err = approvals.NewRedis(context.Background(), c, "desk", replica, time.Second); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	here, there := store("here"), store("there")
+	h := newHeldMCP(t, 0, here)
+	done := h.call(context.Background(), `{"symbol":"NVDA","quantity":500,"price":120}`)
+	other := approvals.New(approvals.Options{Store: there})
+	r := pendingMCP(t, other)
+	if _, err := other.Decide(context.Background(), r.ID, approvals.Decision{State: approvals.Approved, By: "ops-there", ArgumentsSHA256: r.ArgumentsSHA256}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.IsError || h.ran.Load() != 1 {
+		t.Fatalf("released: %s, ran %d", text(res), h.ran.Load())
 	}
 }
