@@ -20,7 +20,7 @@ import (
 func TestCllamaStartsWithThePendingCallsLost(t *testing.T) {
 	cfg := proxy.Config{StateDir: t.TempDir()}
 	var log bytes.Buffer
-	first, err := openApprovals(cfg, nil, recorder.New(audit.New(&log), nil))
+	first, err := openApprovals(cfg, nil, recorder.New(audit.New(&log), nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestCllamaStartsWithThePendingCallsLost(t *testing.T) {
 		t.Fatalf("pending files %v", m)
 	}
 	log.Reset()
-	second, err := openApprovals(cfg, nil, recorder.New(audit.New(&log), nil))
+	second, err := openApprovals(cfg, nil, recorder.New(audit.New(&log), nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

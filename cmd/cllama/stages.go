@@ -5,12 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clawdapus/clawgo/internal/admin"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
@@ -18,6 +21,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -46,9 +50,24 @@ type stages struct {
 	metrics *metrics.Sink
 	// approvals holds calls for a person's decision.
 	approvals *approvals.Manager
+	// pod is the pod-wide settings (<auth>/pod.json).
+	pod *manifest.Pod
+	// alerts is the pod's webhook (alerts.Discard without one); webhook
+	// the same when it is one, to stop it.
+	alerts  alerts.Sink
+	webhook *alerts.Webhook
+	// admin is the operator's listener, when CLLAMA_ADMIN_ADDR is set.
+	admin *admin.Server
 }
 
 func (s *stages) Close() error {
+	if s.webhook != nil {
+		// Give the events of the last moments a chance to leave.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.webhook.Flush(ctx)
+		cancel()
+		s.webhook.Close()
+	}
 	if s.approvals != nil {
 		_ = s.approvals.Close()
 	}
@@ -68,7 +87,10 @@ func (s *stages) Close() error {
 }
 
 func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages, error) {
-	st := &stages{}
+	st := &stages{alerts: alerts.Discard}
+	if err := st.wireOperator(cfg, stderr); err != nil {
+		return nil, err
+	}
 	if cfg.HistoryDir != "" {
 		opts, err := history.ParseSync(cfg.HistoryFsync)
 		if err != nil {
@@ -120,9 +142,12 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	st.rec = recorder.New(aud, hist)
 	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
 	var err error
-	if st.approvals, err = openApprovals(cfg, client, st.rec); err != nil {
+	if st.approvals, err = openApprovals(cfg, client, st.rec, st.alerts); err != nil {
 		_ = st.Close()
 		return nil, err
+	}
+	if st.admin != nil {
+		st.approvals.Mount(st.admin)
 	}
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
 		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes, Approvals: st.approvals})
@@ -143,6 +168,8 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Approvals: st.approvals})
 	st.opts = proxy.Options{
+		Admin:     st.admin,
+		Alerts:    st.alerts,
 		Broker:    st.broker,
 		Owners:    st.owners,
 		Recorder:  st.rec,
@@ -158,7 +185,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 // in memory with each pending request kept under the state directory, so
 // the ones a previous process left pending end lost, recorded, as this
 // one starts.
-func openApprovals(cfg proxy.Config, client *redis.Client, rec *recorder.Recorder) (*approvals.Manager, error) {
+func openApprovals(cfg proxy.Config, client *redis.Client, rec *recorder.Recorder, alert alerts.Sink) (*approvals.Manager, error) {
 	// A process of its own in the requests it holds: a restarted replica
 	// does not take over what its previous process held.
 	replica := cfg.ReplicaID
@@ -167,6 +194,9 @@ func openApprovals(cfg proxy.Config, client *redis.Client, rec *recorder.Recorde
 	}
 	replica += "-" + approvals.NewID()[:8]
 	o := approvals.Options{Emit: rec.Emit, Replica: replica}
+	if alert != nil {
+		o.Alert = alert.Alert
+	}
 	switch {
 	case client != nil:
 		s, err := approvals.NewRedis(context.Background(), client, cfg.Pod, replica, 0)
@@ -185,4 +215,41 @@ func openApprovals(cfg proxy.Config, client *redis.Client, rec *recorder.Recorde
 		return m, nil
 	}
 	return approvals.New(o), nil
+}
+
+// wireOperator reads the pod-wide settings and builds what serves the
+// operator: the alert webhook and the admin listener's routes.
+func (st *stages) wireOperator(cfg proxy.Config, stderr io.Writer) error {
+	pod, err := manifest.ReadPod(cfg.AuthDir)
+	if err != nil {
+		return fmt.Errorf("%w (CLAW_AUTH_DIR %s; recompile the pod with claw compile)", err, cfg.AuthDir)
+	}
+	st.pod = pod
+	if pod.Alerts != nil {
+		name := pod.Name
+		if name == "" {
+			name = cfg.Pod
+		}
+		st.webhook = alerts.NewWebhook(pod.Alerts, name, alerts.Options{})
+		st.alerts = st.webhook
+		fmt.Fprintln(stderr, "cllama: alerts go to the pod's webhook (x-claw.alerts)")
+	}
+	if cfg.AdminAddr == "" {
+		return nil
+	}
+	token := cfg.AdminToken
+	if cfg.AdminTokenFile != "" {
+		if token, err = admin.ReadToken(cfg.AdminTokenFile); err != nil {
+			return err
+		}
+	}
+	if st.admin, err = admin.New(token); err != nil {
+		return fmt.Errorf("CLLAMA_ADMIN_TOKEN(_FILE): %w", err)
+	}
+	// What an operator's client checks its token and address with.
+	about := map[string]string{"pod": cfg.Pod, "version": version.String("cllama")}
+	st.admin.Handle("GET /api/pod", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		admin.WriteJSON(w, http.StatusOK, about)
+	}))
+	return nil
 }

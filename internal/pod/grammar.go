@@ -24,6 +24,9 @@ type Claw struct {
 	// gets, each pointing at cllama (see RunnerEnvValue). Agents add to it
 	// and override it by name.
 	RunnerEnv map[string]RunnerEnvValue
+	// Alerts is x-claw.alerts: the webhook cllama sends operator events
+	// to (approvals waiting, budgets, provider keys); nil when absent.
+	Alerts *manifest.Alerts
 }
 
 // RunnerEnvValue is what a runner-env variable carries.

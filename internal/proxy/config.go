@@ -126,6 +126,14 @@ type Config struct {
 	// on a listener of its own (CLLAMA_METRICS_ADDR / -metrics-addr;
 	// default off).
 	MetricsAddr string
+	// AdminAddr, when set, is where cllama serves the operator's admin
+	// listener (approvals, the console), on a listener of its own
+	// (CLLAMA_ADMIN_ADDR / -admin-addr; default off). It needs the
+	// operator token: AdminToken (CLLAMA_ADMIN_TOKEN) or the file
+	// AdminTokenFile (CLLAMA_ADMIN_TOKEN_FILE / -admin-token-file).
+	AdminAddr      string
+	AdminToken     string
+	AdminTokenFile string
 	// StateURL, when set, keeps continuity in Redis, shared by cllama
 	// replicas (CLLAMA_STATE_URL / -state-url, redis://host:port[/db]).
 	StateURL string
@@ -284,6 +292,9 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.UpstreamClient, "CLLAMA_UPSTREAM_CLIENT")
 	str(&c.DefaultProvider, "CLLAMA_DEFAULT_PROVIDER")
 	str(&c.MetricsAddr, "CLLAMA_METRICS_ADDR")
+	str(&c.AdminAddr, "CLLAMA_ADMIN_ADDR")
+	str(&c.AdminToken, "CLLAMA_ADMIN_TOKEN")
+	str(&c.AdminTokenFile, "CLLAMA_ADMIN_TOKEN_FILE")
 	str(&c.StateURL, "CLLAMA_STATE_URL")
 	str(&c.ReplicaID, "CLLAMA_REPLICA_ID")
 
@@ -380,6 +391,12 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("CLLAMA_UPSTREAM_CLIENT / -upstream-client: %q is not a client; use %q (the default) or %q", c.UpstreamClient, UpstreamH1, UpstreamNetHTTP)
 	}
 	c.DefaultProvider = strings.ToLower(strings.TrimSpace(c.DefaultProvider))
+	if c.AdminAddr != "" && c.AdminToken == "" && c.AdminTokenFile == "" {
+		return c, fmt.Errorf("CLLAMA_ADMIN_ADDR / -admin-addr is set but no operator token is: set CLLAMA_ADMIN_TOKEN_FILE (claw up writes .claw-auth/operator-token) or CLLAMA_ADMIN_TOKEN")
+	}
+	if c.AdminToken != "" && c.AdminTokenFile != "" {
+		return c, fmt.Errorf("CLLAMA_ADMIN_TOKEN and CLLAMA_ADMIN_TOKEN_FILE are both set; keep one")
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q; cllama takes flags only (see -h)", fs.Args())
 	}
@@ -436,6 +453,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MCPMaxBodyBytes, "mcp-max-body-bytes", c.MCPMaxBodyBytes, "largest accepted request body on /mcp, at most -max-body-bytes; 0 means 4 MiB (CLLAMA_MCP_MAX_BODY_BYTES)")
 	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
 	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "serve the operator's admin listener (approvals, console) at ADDR, e.g. :8081; empty: off (CLLAMA_ADMIN_ADDR)")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding the operator token the admin listener requires (CLLAMA_ADMIN_TOKEN_FILE; or CLLAMA_ADMIN_TOKEN)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
 	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
 	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")
