@@ -7,10 +7,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/clawdapus/clawgo/internal/admin"
 	"github.com/clawdapus/clawgo/internal/alerts"
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/continuity"
@@ -27,7 +31,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/sharedstate"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
-	"github.com/redis/go-redis/v9"
 )
 
 var flagHelp = flag.ErrHelp
@@ -48,6 +51,8 @@ type stages struct {
 	metrics *metrics.Sink
 	// keys are the providers' key pools and circuits.
 	keys *keypool.Pools
+	// approvals holds calls for a person's decision.
+	approvals *approvals.Manager
 	// pod is the pod-wide settings (<auth>/pod.json).
 	pod *manifest.Pod
 	// alerts is the pod's webhook (alerts.Discard without one); webhook
@@ -68,6 +73,9 @@ func (s *stages) Close() error {
 	}
 	if s.keys != nil {
 		_ = s.keys.Close() // before Redis: it stops following it
+	}
+	if s.approvals != nil {
+		_ = s.approvals.Close()
 	}
 	if s.redis != nil {
 		_ = s.redis.Close()
@@ -155,8 +163,15 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	// result: what is over a tool's cap is kept, not lost.
 	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP,
 		MaxResponseBytes: max(toolexec.DefaultMaxResponseBytes, results.Limits().MaxResultBytes)})
+	if st.approvals, err = openApprovals(cfg, redisClient, st.rec, st.alerts); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if st.admin != nil {
+		st.approvals.Mount(st.admin)
+	}
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
-		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes, Results: results})
+		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes, Results: results, Approvals: st.approvals})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
@@ -172,7 +187,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	decorator := feeds.New(feeds.Options{Recorder: st.rec})
 	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
-		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Results: results})
+		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Results: results, Approvals: st.approvals})
 	st.opts = proxy.Options{
 		Admin:     st.admin,
 		Alerts:    st.alerts,
@@ -185,6 +200,43 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		KeyPools:  keys,
 	}
 	return st, nil
+}
+
+// openApprovals is where held calls wait: in Redis with replicas (a
+// decision through any replica releases the call held on another), else
+// in memory with each pending request kept under the state directory, so
+// the ones a previous process left pending end lost, recorded, as this
+// one starts.
+func openApprovals(cfg proxy.Config, client *redis.Client, rec *recorder.Recorder, alert alerts.Sink) (*approvals.Manager, error) {
+	// A process of its own in the requests it holds: a restarted replica
+	// does not take over what its previous process held.
+	replica := cfg.ReplicaID
+	if replica == "" {
+		replica, _ = os.Hostname()
+	}
+	replica += "-" + approvals.NewID()[:8]
+	o := approvals.Options{Emit: rec.Emit, Replica: replica}
+	if alert != nil {
+		o.Alert = alert.Alert
+	}
+	switch {
+	case client != nil:
+		s, err := approvals.NewRedis(context.Background(), client, cfg.Pod, replica, 0)
+		if err != nil {
+			return nil, fmt.Errorf("CLLAMA_STATE_URL: %w", err)
+		}
+		o.Store = s
+	case cfg.ContinuityDir() != "":
+		s, lost, err := approvals.OpenLocal(filepath.Join(cfg.ContinuityDir(), "approvals"), time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("CLLAMA_STATE_DIR: %w", err)
+		}
+		o.Store = s
+		m := approvals.New(o)
+		m.Lost(lost)
+		return m, nil
+	}
+	return approvals.New(o), nil
 }
 
 // wireOperator reads the pod-wide settings and builds what serves the

@@ -35,6 +35,12 @@ const (
 	// FallbackFrom went to Model because of FallbackReason (StatusCode:
 	// the provider's status, when it answered).
 	TypeFallback = "fallback"
+	// TypeApprovalRequested is a call held for a person's decision;
+	// TypeApprovalDecided how its request ended (Approval.Decision:
+	// approved, denied, timeout, cancelled, lost), by whom, why and after
+	// how long.
+	TypeApprovalRequested = "approval_requested"
+	TypeApprovalDecided   = "approval_decided"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -109,6 +115,25 @@ type Event struct {
 	// could not answer.
 	FallbackFrom   string `json:"fallback_from,omitempty"`
 	FallbackReason string `json:"fallback_reason,omitempty"`
+	// Approval is set on approval_requested and approval_decided, and on
+	// the tool_call of a call that was held.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is a held call's approval request in an event.
+type Approval struct {
+	ID string `json:"id"`
+	// Rule held the call; ArgumentsSHA256 is its arguments' digest and
+	// ExpiresAt when it times out (approval_requested).
+	Rule            string     `json:"rule,omitempty"`
+	ArgumentsSHA256 string     `json:"arguments_sha256,omitempty"`
+	ExpiresAt       *time.Time `json:"expires_at,omitempty"`
+	// Decision, By, Reason and WaitMS (approval_decided; Decision also on
+	// the tool_call).
+	Decision string `json:"decision,omitempty"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	WaitMS   *int64 `json:"wait_ms,omitempty"`
 }
 
 // FileRepaired is the file_repaired event of a cut: n bytes were cut off

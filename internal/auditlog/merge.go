@@ -106,6 +106,9 @@ func HistoryCalls(e history.Entry) []Record {
 				DuplicateOfRound: c.DuplicateOfRound,
 				Source:           SourceHistory,
 			}
+			if a := c.Approval; a != nil {
+				rec.Approval = &audit.Approval{ID: a.ID, Decision: a.Decision, By: a.By}
+			}
 			if e.Format == history.FormatMCP {
 				// A native call has no model round: no round tokens.
 				rec.RoundTokensIn, rec.RoundTokensOut = nil, nil
@@ -226,6 +229,9 @@ func Merge(events []audit.Event, entries []history.Entry) []Record {
 			r.RoundTokensIn, r.RoundTokensOut = c.RoundTokensIn, c.RoundTokensOut
 			r.StartMS = c.StartMS
 			r.DuplicateOfRound = c.DuplicateOfRound
+			if r.Approval == nil {
+				r.Approval = c.Approval
+			}
 			if r.Service == "" {
 				r.Service = c.Service
 			}

@@ -156,6 +156,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	}
 	writeFallbacks(ew, r.Events)
 	writeRepairs(ew, r.Events)
+	writeApprovals(ew, r.Events, o.Full)
 	if len(errs) > 0 {
 		fmt.Fprintf(ew, "\nerrors (%d):\n", len(errs))
 		for _, e := range errs {
@@ -243,6 +244,13 @@ func (r *Report) writeCall(w io.Writer, c *Record, o TextOptions) {
 	}
 	if c.DuplicateOfRound > 0 {
 		ctx = append(ctx, fmt.Sprintf("duplicate of round %d, not executed", c.DuplicateOfRound))
+	}
+	if a := c.Approval; a != nil {
+		s := "approval " + termsafe.String(a.ID) + " " + termsafe.String(a.Decision)
+		if a.By != "" {
+			s += " by " + termsafe.String(a.By)
+		}
+		ctx = append(ctx, s)
 	}
 	ctx = append(ctx, "from "+termsafe.String(c.Source))
 	fmt.Fprintf(w, "    %s\n", strings.Join(ctx, ", "))
@@ -418,6 +426,40 @@ func writeFallbacks(w io.Writer, events []Record) {
 		line := fmt.Sprintf("  %s  %s  %s -> %s  %s", stamp(e.TS), termsafe.String(agent), termsafe.String(e.FallbackFrom), termsafe.String(e.Model), termsafe.String(e.FallbackReason))
 		if e.StatusCode != 0 {
 			line += fmt.Sprintf(" (%d)", e.StatusCode)
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// writeApprovals lists how held calls' approval requests ended: who
+// approved or denied what, why, and after how long.
+func writeApprovals(w io.Writer, rs []Record, full bool) {
+	var decided []*Record
+	for i := range rs {
+		if rs[i].Type == audit.TypeApprovalDecided && rs[i].Approval != nil {
+			decided = append(decided, &rs[i])
+		}
+	}
+	if len(decided) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\napprovals (%d):\n", len(decided))
+	for _, e := range decided {
+		a := e.Approval
+		agent := e.ClawID
+		if agent == "" {
+			agent = NoAgent
+		}
+		line := fmt.Sprintf("  %s  %s  %s  %s", stamp(e.TS), termsafe.String(agent), termsafe.String(e.Tool), termsafe.String(a.Decision))
+		if a.By != "" {
+			line += " by " + termsafe.String(a.By)
+		}
+		if a.WaitMS != nil {
+			line += fmt.Sprintf(" after %s", (time.Duration(*a.WaitMS) * time.Millisecond).Round(time.Millisecond))
+		}
+		line += "  approval " + termsafe.String(a.ID)
+		if a.Reason != "" {
+			line += "  reason: " + cut(a.Reason, full)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/policy"
@@ -92,6 +93,10 @@ type Options struct {
 	// lists claw.read_result for every agent with a native tool; nil cuts
 	// such results.
 	Results resultstore.Store
+	// Approvals, when set, holds calls of tools with approvals for a
+	// person's decision; the tools/call waits. Nil: such calls are not
+	// executed (approval_lost).
+	Approvals *approvals.Manager
 }
 
 // Broker serves MCP for every agent. It is safe for concurrent use.

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -54,6 +55,7 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 	// server's context values: the executor is itself an MCP client, and
 	// must not speak to a service in the protocol version this request
 	// was served in.
+	reqCtx := ctx
 	callCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
@@ -65,10 +67,11 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 	ctx = callCtx
 	tool, ok := as.b.nativeTool(a, name)
 	var (
-		env     toolexec.Envelope
-		latency int64
-		args    json.RawMessage
-		kept    *toolcall.Kept
+		env      toolexec.Envelope
+		latency  int64
+		args     json.RawMessage
+		kept     *toolcall.Kept
+		approval *approvals.Request
 	)
 	switch {
 	case !ok:
@@ -98,18 +101,18 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 				policy = a.Tools.Policy.WithDefaults()
 			}
 			out := toolcall.Run(ctx, b.o.Runner, toolcall.Call{Agent: a, Tool: tool, Arguments: args, Policy: policy, Mode: manifest.ModeNative,
-				Results: b.results(as.id, sessionID(req))}, b.o.Now,
+				Results: b.results(as.id, sessionID(req)), Approval: as.approval(reqCtx, ctx, a, req)}, b.o.Now,
 				func(p any) {
 					b.rec.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, RequestID: id, Format: history.FormatMCP, Error: fmt.Sprintf("tool runner panic: %v", p)})
 				})
 			<-as.calls
-			env, latency, kept = out.Envelope, out.LatencyMS, out.Kept
+			env, latency, kept, approval = out.Envelope, out.LatencyMS, out.Kept, out.Approval
 		default:
 			env = toolexec.Fail(toolexec.CodeTooManyCalls, fmt.Sprintf("not executed: this agent already has %d native tool calls in progress, the most cllama runs at once per agent; retry when one has finished", b.o.MaxCallsPerAgent), 0)
 		}
 	}
 	res := result(tool, env)
-	as.record(id, start, name, tool, args, env, latency, res, kept)
+	as.record(id, start, name, tool, args, env, latency, res, kept, approval)
 	return res, nil
 }
 

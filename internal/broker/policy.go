@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -84,4 +87,26 @@ func (as *agentServer) admit(a *agentctx.Agent, tool *manifest.Tool, sid string)
 	}
 	as.noteCalledLocked(sid, tool.Name)
 	return toolexec.Envelope{}, false
+}
+
+// approval is how a tools/call is held for a person's decision (nil when
+// cllama holds none): the wait ends when the client cancels the call or
+// goes away (callCtx), and a client that sent a progress token hears
+// notifications/progress while it waits (on reqCtx, the request's own
+// stream).
+func (as *agentServer) approval(reqCtx, callCtx context.Context, a *agentctx.Agent, req *mcp.CallToolRequest) *toolcall.Approval {
+	if as.b.o.Approvals == nil {
+		return nil
+	}
+	sid := sessionID(req)
+	ap := &toolcall.Approval{Manager: as.b.o.Approvals, Policy: as.b.policy, Wait: callCtx,
+		Input: func() policy.Input { return as.policyInput(a, sid) }}
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		ap.Progress = func(waited, timeout time.Duration) {
+			_ = req.Session.NotifyProgress(reqCtx, &mcp.ProgressNotificationParams{ProgressToken: token,
+				Progress: waited.Seconds(), Total: timeout.Seconds(),
+				Message: fmt.Sprintf("waiting for a person's approval (%s of %s)", waited.Round(time.Second), timeout)})
+		}
+	}
+	return ap
 }

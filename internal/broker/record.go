@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -19,10 +20,10 @@ import (
 
 // record writes the call's audit event and history entry: the fields of
 // a mediated call, mode native.
-func (as *agentServer) record(id string, start time.Time, name string, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64, res *mcp.CallToolResult, kept *toolcall.Kept) {
+func (as *agentServer) record(id string, start time.Time, name string, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64, res *mcp.CallToolResult, kept *toolcall.Kept, approval *approvals.Request) {
 	b := as.b
 	f := toolcall.Fact{Agent: as.id, RequestID: id, Format: history.FormatMCP, Mode: manifest.ModeNative,
-		Name: name, Tool: tool, Arguments: args, Envelope: env, LatencyMS: latency, Kept: kept}
+		Name: name, Tool: tool, Arguments: args, Envelope: env, LatencyMS: latency, Kept: kept, Approval: approval}
 	tc := f.Trace()
 	b.rec.Emit(f.Event())
 	if e, ok := f.KeptEvent(); ok {

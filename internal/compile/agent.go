@@ -159,6 +159,7 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 			for _, w := range pod.ToolWhen(entries, g.Service, t.Name) {
 				mt.When = append(mt.When, a.ruleID(b.pod.File, svc.Name, w))
 			}
+			mt.Approve = b.approvals(svc, entries, g.Service, t.Name, mt.Annotations)
 			p := capability.PresentedName(mt.Name)
 			if other, clash := presented[p]; clash {
 				return &pod.Error{File: b.pod.File, Service: svc.Name, Key: key, Problem: fmt.Sprintf("tools %q and %q are both presented to the model as %q", other, mt.Name, p), Fix: "grant only one of them, or rename one in its descriptor"}
@@ -320,6 +321,7 @@ func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
 	apply(&p.MaxToolCallsPerTurn, pp.MaxToolCallsPerTurn, sp.MaxToolCallsPerTurn)
 	apply(&p.MaxParallelCalls, pp.MaxParallel, sp.MaxParallel)
 	apply(&p.ResultTTLMS, pp.ResultTTLMS, sp.ResultTTLMS)
+	apply(&p.ApprovalTimeoutMS, pp.ApprovalTimeoutMS, sp.ApprovalTimeoutMS)
 	p = p.WithDefaults()
 	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
 		// Valid: the total governs, each call capped at what is left of

@@ -101,4 +101,14 @@ type ToolCall struct {
 	// was not executed again.
 	DuplicateOfRound int `json:"duplicate_of_round,omitempty"`
 	DuplicateCount   int `json:"duplicate_count,omitempty"`
+	// Approval is set on a call held for a person's decision.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is a held call's approval request: its id, how it ended
+// (approved, denied, timeout, cancelled, lost) and by whom.
+type Approval struct {
+	ID       string `json:"id"`
+	Decision string `json:"decision"`
+	By       string `json:"by,omitempty"`
 }

@@ -149,7 +149,7 @@ func appendTrace(b []byte, trace []Round) ([]byte, bool) {
 // appendToolCall appends one call of a tool trace as encoding/json
 // encodes a ToolCall.
 func appendToolCall(b []byte, c *ToolCall) ([]byte, bool) {
-	if !plainString(c.Name) || !plainString(c.Service) || !plainString(c.Mode) {
+	if !plainString(c.Name) || !plainString(c.Service) || !plainString(c.Mode) || c.Approval != nil {
 		return b, false
 	}
 	var ok bool

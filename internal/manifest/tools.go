@@ -63,8 +63,11 @@ type Tool struct {
 	// When lists the rules (Tools.Rules ids) under which the tool is
 	// available: while any of them holds. Empty: always (some grant of
 	// the tool has no condition).
-	When      []string  `json:"when,omitempty"`
-	Execution Execution `json:"execution"`
+	When []string `json:"when,omitempty"`
+	// Approve lists why a call of the tool waits for a person's decision
+	// (any one holding holds it). Empty: calls run without one.
+	Approve   []Approval `json:"approve,omitempty"`
+	Execution Execution  `json:"execution"`
 }
 
 // Tool modes (pod key `mode`, x-claw.tools-mode).
@@ -173,6 +176,10 @@ type Policy struct {
 	// max_tool_result_bytes) stays readable; 0 takes cllama's default
 	// (1h). Pod key x-claw.tool-policy.result-ttl.
 	ResultTTLMS int `json:"result_ttl_ms,omitempty"`
+	// ApprovalTimeoutMS is how long a held call waits for a decision
+	// before it ends approval_timeout (0: the default, see
+	// ApprovalTimeout).
+	ApprovalTimeoutMS int `json:"approval_timeout_ms,omitempty"`
 }
 
 // DefaultPolicy returns the spec's defaults.
@@ -234,6 +241,9 @@ func (p Policy) Validate(prefix string) error {
 	// A total_timeout_ms below timeout_per_tool_ms is no contradiction:
 	// every call runs within what is left of the turn's total, so the
 	// smaller budget governs.
+	if p.ApprovalTimeoutMS < 0 || p.ApprovalTimeoutMS > MaxApprovalTimeoutMS {
+		return fmt.Errorf("%s.approval_timeout_ms: %d must be between 1 and %d (a day)", prefix, p.ApprovalTimeoutMS, MaxApprovalTimeoutMS)
+	}
 	if p.MaxToolCallsPerTurn < p.MaxToolCallsPerRound {
 		return fmt.Errorf("%s.max_tool_calls_per_turn: %d is below max_tool_calls_per_round %d; raise it or lower the per-round cap", prefix, p.MaxToolCallsPerTurn, p.MaxToolCallsPerRound)
 	}
@@ -304,6 +314,7 @@ func ParseTools(data []byte) (*Tools, error) {
 			MaxToolCallsPerTurn  *int `json:"max_tool_calls_per_turn"`
 			MaxParallelCalls     *int `json:"max_parallel_calls"`
 			ResultTTLMS          *int `json:"result_ttl_ms"`
+			ApprovalTimeoutMS    *int `json:"approval_timeout_ms"`
 		}
 		if err := decodeOne(raw.Policy, &p); err != nil {
 			return nil, fmt.Errorf("tools.json: policy: %w", err)
@@ -321,6 +332,7 @@ func ParseTools(data []byte) (*Tools, error) {
 		set(&m.Policy.MaxToolCallsPerTurn, p.MaxToolCallsPerTurn)
 		set(&m.Policy.MaxParallelCalls, p.MaxParallelCalls)
 		set(&m.Policy.ResultTTLMS, p.ResultTTLMS)
+		set(&m.Policy.ApprovalTimeoutMS, p.ApprovalTimeoutMS)
 	}
 	if err := m.Policy.Validate("tools.json: policy"); err != nil {
 		return nil, err
@@ -343,6 +355,11 @@ func ParseTools(data []byte) (*Tools, error) {
 		for j, id := range m.Tools[i].When {
 			if _, ok := rules[id]; !ok {
 				return nil, fmt.Errorf("tools.json: tools[%d].when[%d]: %q names no rule (rules: %d); recompile with `claw compile`", i, j, id, len(m.Rules))
+			}
+		}
+		for j, a := range m.Tools[i].Approve {
+			if err := a.validate(); err != nil {
+				return nil, fmt.Errorf("tools.json: tools[%d].approve[%d]%s", i, j, err)
 			}
 		}
 		if j, dup := seen[m.Tools[i].Name]; dup {

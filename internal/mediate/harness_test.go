@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -319,6 +320,8 @@ type harnessOptions struct {
 	continuity ContinuityStore
 	// results keeps results over the cap (nil: they are cut).
 	results resultstore.Store
+	// approvals holds calls of tools with approvals.
+	approvals *approvals.Manager
 }
 
 func newHarness(t *testing.T, k kit, o harnessOptions) *harness {
@@ -350,7 +353,7 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 		_ = h.med.Close() // a restart: the old one lets go of the state directory
 	}
 	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
-		RetryBaseDelay: time.Millisecond, Results: o.results})
+		RetryBaseDelay: time.Millisecond, Results: o.results, Approvals: o.approvals})
 	if err != nil {
 		h.t.Fatal(err)
 	}

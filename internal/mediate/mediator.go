@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -97,6 +98,10 @@ type Options struct {
 	// RetryMaxDelay caps any one wait, Retry-After included (default 10s).
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
+	// Approvals, when set, holds calls of tools with approvals for a
+	// person's decision (internal/approvals). Nil: such calls are not
+	// executed (approval_lost), never run unheld.
+	Approvals *approvals.Manager
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Results, when set, keeps managed results over the cap whole behind

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/toolcall"
@@ -117,6 +118,8 @@ type pending struct {
 	dupRound, dupCount int
 	// kept is what the run did with a kept result (store or read).
 	kept *toolcall.Kept
+	// approval is the request of a call held for a person's decision.
+	approval *approvals.Request
 }
 
 // parallel reports whether p runs and may overlap other such runs.
@@ -223,9 +226,9 @@ func (t *turn) runBatch(ctx context.Context, batch []pending, roundStart time.Ti
 			return
 		}
 		out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy, Mode: manifest.ModeMediated,
-			Results: t.results()}, t.m.opt.Now,
+			Results: t.results(), Approval: t.approval()}, t.m.opt.Now,
 			func(v any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", v)) })
-		p.env, p.latency, p.kept = out.Envelope, out.LatencyMS, out.Kept
+		p.env, p.latency, p.kept, p.approval = out.Envelope, out.LatencyMS, out.Kept, out.Approval
 	}
 	// One call at a time (one call, or no parallelism allowed) runs on the
 	// turn's goroutine: a goroutine per call would only add switches.
@@ -299,7 +302,7 @@ func (t *turn) answer(round int, p *pending) (history.ToolCall, wire.Result) {
 	}
 	f := toolcall.Fact{Agent: t.x.Agent.ID, RequestID: t.x.ID, Format: string(t.x.Format), Model: t.x.Model, Mode: manifest.ModeMediated, Round: round,
 		Name: p.call.Name, Tool: p.tool, Arguments: args, Executed: p.args, Envelope: p.env, StartMS: &start, LatencyMS: p.latency,
-		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount, Kept: p.kept}
+		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount, Kept: p.kept, Approval: p.approval}
 	tc := f.Trace()
 	if status := toolcall.Status(p.env); p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
 		t.m.rec.Emit(f.Event())

@@ -89,3 +89,17 @@ func (t *turn) policyDenied(tool *manifest.Tool) (toolexec.Envelope, bool) {
 	}
 	return toolexec.Envelope{}, false
 }
+
+// approval is how a call of this turn is held for a person's decision
+// (nil when cllama holds none): the wait is bound to the runner's
+// request, and the turn's total_timeout_ms does not run meanwhile.
+func (t *turn) approval() *toolcall.Approval {
+	if t.m.opt.Approvals == nil {
+		return nil
+	}
+	a := &toolcall.Approval{Manager: t.m.opt.Approvals, Policy: t.m.policy, Input: t.policyInput, Wait: t.ctx}
+	if t.budget != nil {
+		a.Pause = t.budget.pause
+	}
+	return a
+}

@@ -65,6 +65,9 @@ type turn struct {
 	// live is set when the runner streams and the format streams live:
 	// each round streams upstream and its text goes on to the runner.
 	live *liveStream
+	// budget is total_timeout_ms, paused while a call waits for a
+	// person's decision.
+	budget *budget
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -156,8 +159,10 @@ func (m *Mediator) presentTurn(ctx context.Context, x *exchange.Exchange, f wire
 // Loop"). Each iteration asks the model once and dispatches on who owns
 // the calls in its answer.
 func (t *turn) run(parent context.Context) outcome {
-	ctx, cancel := context.WithTimeout(parent, time.Duration(t.policy.TotalTimeoutMS)*time.Millisecond)
-	defer cancel()
+	b := newBudget(parent, time.Duration(t.policy.TotalTimeoutMS)*time.Millisecond)
+	defer b.stop()
+	t.budget = b
+	var ctx context.Context = b
 	for {
 		out, done := t.round(ctx, parent)
 		if done {

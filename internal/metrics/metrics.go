@@ -58,10 +58,15 @@ type Sink struct {
 	manifestError *prometheus.CounterVec
 	fallbacks     *prometheus.CounterVec
 	activeStreams prometheus.Gauge
+	approvals     *prometheus.CounterVec
+	approvalsOpen prometheus.Gauge
 
 	mu      sync.Mutex
 	models  map[string]struct{}
 	streams map[string]struct{}
+	// held are the approval requests this process holds (bounded like
+	// streams).
+	held map[string]struct{}
 }
 
 var _ recorder.Sink = (*Sink)(nil)
@@ -123,12 +128,17 @@ func New(o Options) *Sink {
 		feedHits:      counter("cllama_feed_cache_hits_total", "Feeds served from the cache without a fetch.", "agent", "feed"),
 		manifestError: counter("cllama_manifest_errors_total", "Agent context files or providers.json that failed to load.", "agent"),
 		fallbacks:     counter("cllama_fallbacks_total", "Model calls sent to the next target of their fallback chain, by the \"<provider>/<model>\" that could not answer, the target and why (rate_limited, keys_dead, overloaded, server_error, connection_error, timeout, circuit_open).", "from", "to", "reason"),
+		approvals:     counter("cllama_approvals_total", "Held calls' approval requests ended, by agent, tool and decision (approved, denied, timeout, cancelled, lost).", "agent", "tool", "decision"),
 		models:        map[string]struct{}{},
 		streams:       map[string]struct{}{},
+		held:          map[string]struct{}{},
 	}
 	n, h, c := f("cllama_mediated_rounds", "Model calls per mediated turn (hidden rounds plus the final one).")
 	s.rounds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: n, Help: h, ConstLabels: c, Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 16}})
 	reg.MustRegister(s.rounds)
+	n, h, c = f("cllama_approvals_pending", "Calls this cllama holds waiting for a person's decision.")
+	s.approvalsOpen = prometheus.NewGauge(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c})
+	reg.MustRegister(s.approvalsOpen)
 	n, h, c = f("cllama_active_streams", "Streaming requests in progress.")
 	s.activeStreams = prometheus.NewGauge(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c})
 	reg.MustRegister(s.activeStreams)
@@ -242,6 +252,8 @@ func (s *Sink) Event(e *audit.Event) {
 		s.manifestError.WithLabelValues(agentLabel(e.ClawID)).Inc()
 	case audit.TypeFallback:
 		s.fallbacks.WithLabelValues(s.model(e.FallbackFrom), s.model(e.Model), e.FallbackReason).Inc()
+	case audit.TypeApprovalRequested, audit.TypeApprovalDecided:
+		s.approval(e)
 	}
 	// A request ends with its response event or an error event with a
 	// status; other error events are notes (a history write that failed,
@@ -319,5 +331,31 @@ func (k *keyCollector) Collect(ch chan<- prometheus.Metric) {
 func (s *Sink) Entry(e *history.Entry) {
 	if e.Format != history.FormatMCP && e.Usage.TotalRounds > 0 {
 		s.rounds.Observe(float64(e.Usage.TotalRounds))
+	}
+}
+
+// approval counts an approval request held or ended.
+func (s *Sink) approval(e *audit.Event) {
+	if e.Approval == nil {
+		return
+	}
+	id := e.Approval.ID
+	s.mu.Lock()
+	_, held := s.held[id]
+	switch {
+	case e.Type == audit.TypeApprovalRequested && !held && len(s.held) < maxStreams:
+		s.held[id] = struct{}{}
+		s.approvalsOpen.Inc()
+	case e.Type == audit.TypeApprovalDecided && held:
+		delete(s.held, id)
+		s.approvalsOpen.Dec()
+	}
+	s.mu.Unlock()
+	if e.Type == audit.TypeApprovalDecided {
+		tool := e.Tool
+		if tool == "" {
+			tool = Unknown
+		}
+		s.approvals.WithLabelValues(agentLabel(e.ClawID), tool, e.Approval.Decision).Inc()
 	}
 }

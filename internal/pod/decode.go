@@ -635,7 +635,10 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 	for i, f := range fields {
 		known[i] = f.name
 	}
-	if err := d.unknownKeys(key, m, append(known, "result-ttl")); err != nil {
+	if err := d.unknownKeys(key, m, append(known, "approve-destructive", "approval-timeout", "result-ttl")); err != nil {
+		return p, err
+	}
+	if err := d.approvalPolicy(key, m, &p); err != nil {
 		return p, err
 	}
 	if raw, ok := m["result-ttl"]; ok && raw != nil {

@@ -170,6 +170,10 @@ type GrantEntry struct {
 	// When is the entry's condition (a CEL expression, checked): the
 	// tools it grants are available only while it holds. Empty: always.
 	When string
+	// Approve is the entry's `approve:`: "always", or a CEL expression
+	// (checked, with args) under which a call waits for a person's
+	// decision. Empty: no approval.
+	Approve string
 	// Key is where the entry was written, for errors (e.g. "x-claw.tools[1]").
 	Key string
 }
@@ -231,6 +235,11 @@ type PolicySpec struct {
 	// ResultTTLMS is result-ttl (a duration such as "30m") in
 	// milliseconds: how long a kept result's handle stays readable.
 	ResultTTLMS *int
+	// ApproveDestructive holds every call of a tool annotated
+	// destructiveHint for a person's decision; ApprovalTimeoutMS is how
+	// long such a call waits (approval-timeout, a duration).
+	ApproveDestructive *bool
+	ApprovalTimeoutMS  *int
 }
 
 // MCPStdio is x-claw.mcp-stdio: the stdio MCP server the wrapper runs.

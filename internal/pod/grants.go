@@ -21,10 +21,10 @@ func (d *decoder) grantName(key, name string) (GrantEntry, error) {
 }
 
 // grantKeys are the keys of a grant entry written as a mapping.
-var grantKeys = []string{"service", "allow", "mode", "when"}
+var grantKeys = []string{"service", "allow", "mode", "when", "approve"}
 
-func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) {
-	g := GrantEntry{Key: key}
+func (d *decoder) grantObject(key string, m map[string]any) (g GrantEntry, err error) {
+	g = GrantEntry{Key: key}
 	if err := d.unknownKeys(key, m, grantKeys); err != nil {
 		return g, err
 	}
@@ -44,6 +44,11 @@ func (d *decoder) grantObject(key string, m map[string]any) (GrantEntry, error) 
 			return g, d.errf(key+".when", "fix the expression; it sees now, agent (id, service, type), tool (name, service, annotations), feeds (by name) and session (called, rounds), and must give a bool (docs/tools-and-feeds.md \"Tool policy\")", "CEL: %v", err)
 		}
 		g.When = expr
+	}
+	if raw, ok := m["approve"]; ok && raw != nil {
+		if g.Approve, err = d.approve(key+".approve", raw); err != nil {
+			return g, err
+		}
 	}
 	svc, err := d.str(key+".service", m["service"], true)
 	if err != nil {

@@ -21,6 +21,8 @@ type Denial struct {
 // programs go with it). It is safe for concurrent use.
 type Evaluator struct {
 	cache snapcache.Cache[manifest.Tools, *compiled]
+	// approve are the approval rules compiled so far.
+	approve approvalPrograms
 }
 
 // NewEvaluator returns an Evaluator.

@@ -118,15 +118,20 @@ func Check(expr string) error {
 
 // Compile checks expr and makes it a program bounded by CostLimit.
 func Compile(expr string) (*Rule, error) {
+	e, err := env()
+	if err != nil {
+		return nil, err
+	}
+	return compileIn(e, expr)
+}
+
+// compileIn is Compile in environment e.
+func compileIn(e *cel.Env, expr string) (*Rule, error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, errors.New("empty expression")
 	}
 	if len(expr) > MaxExprBytes {
 		return nil, fmt.Errorf("the expression is %d bytes; at most %d", len(expr), MaxExprBytes)
-	}
-	e, err := env()
-	if err != nil {
-		return nil, err
 	}
 	ast, iss := e.Compile(expr)
 	if iss.Err() != nil {
@@ -168,6 +173,8 @@ func cleanIssues(s string) string {
 type activation struct {
 	in   *Input
 	tool *Tool
+	// args are a call's arguments (approval rules only).
+	args map[string]any
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -185,6 +192,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.in.Feeds, true
 	case "session":
 		return a.in.Session, true
+	case "args":
+		return a.args, a.args != nil
 	}
 	return nil, false
 }

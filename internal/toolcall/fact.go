@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -42,6 +43,8 @@ type Fact struct {
 	DuplicateOfRound, DuplicateCount int
 	// Kept is the run's Outcome.Kept: a result kept whole, or read.
 	Kept *Kept
+	// Approval is the request of a call that was held, as it ended.
+	Approval *approvals.Request
 }
 
 // Trace is the call's history entry: the canonical name and service of a
@@ -52,6 +55,9 @@ type Fact struct {
 func (f *Fact) Trace() history.ToolCall {
 	tc := history.ToolCall{Name: f.Name, Arguments: f.Arguments, Result: Encode(f.Envelope), StartMS: f.StartMS, LatencyMS: f.LatencyMS,
 		Mode: f.Mode, DuplicateOfRound: f.DuplicateOfRound, DuplicateCount: f.DuplicateCount}
+	if a := f.Approval; a != nil {
+		tc.Approval = &history.Approval{ID: a.ID, Decision: a.State, By: a.By}
+	}
 	if f.Tool != nil {
 		tc.Name, tc.Service = f.Tool.Name, f.Tool.Execution.Service
 		executed := f.Executed
@@ -71,6 +77,12 @@ func (f *Fact) Event() audit.Event {
 	e := audit.Event{ClawID: f.Agent, Type: audit.TypeToolCall, RequestID: f.RequestID, Format: f.Format, Model: f.Model,
 		Mediated: f.Mode == manifest.ModeMediated, Tool: f.Name, Round: f.Round, Status: Status(f.Envelope),
 		LatencyMS: audit.Ptr(f.LatencyMS), Mode: f.Mode}
+	if a := f.Approval; a != nil {
+		e.Approval = &audit.Approval{ID: a.ID, Decision: a.State, By: a.By}
+	}
+	if a := f.Approval; a != nil {
+		e.Approval = &audit.Approval{ID: a.ID, Decision: a.State, By: a.By}
+	}
 	if f.Tool != nil {
 		e.Tool, e.Service = f.Tool.Name, f.Tool.Execution.Service
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/tracing"
@@ -48,6 +49,9 @@ type Call struct {
 	// handle, and answers the built-in ReadResult; nil cuts such a result
 	// and answers ReadResult unknown_handle.
 	Results *Results
+	// Approval, when set, holds a call of a tool with approvals for a
+	// person's decision before it runs.
+	Approval *Approval
 }
 
 // Outcome is what became of a Call.
@@ -60,6 +64,8 @@ type Outcome struct {
 	// Kept reports a result kept whole, or a read of one, for the audit
 	// (Fact.Kept); nil when neither happened.
 	Kept *Kept
+	// Approval is the request of a call that was held, as it ended.
+	Approval *approvals.Request
 }
 
 // Timeout is the bound of one call of tool under policy: the tool's own
@@ -81,7 +87,26 @@ func Run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, o
 	if tracing.Arguments() {
 		span.SetAttributes(attribute.String("claw.tool.arguments", string(c.Arguments)))
 	}
-	out := run(ctx, r, c, now, onPanic)
+	var out Outcome
+	switch {
+	case len(c.Tool.Approve) > 0 && (c.Approval == nil || c.Approval.Manager == nil):
+		// A tool with approvals never runs unheld.
+		out = Outcome{Envelope: toolexec.Fail(approvals.CodeLost, "not executed: this tool's calls wait for a person's approval, and this cllama path cannot hold them", 0)}
+	case len(c.Tool.Approve) > 0:
+		req, args, env, ok := hold(ctx, c)
+		if req != nil {
+			span.SetAttributes(attribute.String("claw.approval", req.ID), attribute.String("claw.approval.decision", req.State))
+		}
+		if !ok {
+			out = Outcome{Envelope: env, Approval: req}
+		} else {
+			c.Arguments = args
+			out = run(ctx, r, c, now, onPanic)
+			out.Approval = req
+		}
+	default:
+		out = run(ctx, r, c, now, onPanic)
+	}
 	span.SetAttributes(attribute.String("claw.outcome", Status(out.Envelope)))
 	if !out.Envelope.OK {
 		span.SetStatus(codes.Error, out.Envelope.Error.Code)
