@@ -45,6 +45,11 @@ type Event struct {
 	LatencyMS  *int64 `json:"latency_ms,omitempty"`
 	TokensIn   *int   `json:"tokens_in,omitempty"`
 	TokensOut  *int   `json:"tokens_out,omitempty"`
+	// CostUSD is what the exchange's model calls cost (a mediated turn's
+	// total on its response event; the round's on a round event), null
+	// with CostUnknown when the model has no price.
+	CostUSD     Cost `json:"cost_usd,omitzero"`
+	CostUnknown bool `json:"cost_unknown,omitempty"`
 	// ManifestPresent and ToolsCount are set on every proxied request event
 	// (spec 002 "Telemetry and Audit").
 	ManifestPresent *bool  `json:"manifest_present,omitempty"`

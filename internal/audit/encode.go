@@ -38,6 +38,12 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 	}
 	b = appendIntPtr(b, `,"tokens_in":`, e.TokensIn)
 	b = appendIntPtr(b, `,"tokens_out":`, e.TokensOut)
+	if !e.CostUSD.IsZero() {
+		b = e.CostUSD.AppendJSON(append(b, `,"cost_usd":`...))
+	}
+	if e.CostUnknown {
+		b = append(b, `,"cost_unknown":true`...)
+	}
 	if e.ManifestPresent != nil {
 		b = strconv.AppendBool(append(b, `,"manifest_present":`...), *e.ManifestPresent)
 	}
