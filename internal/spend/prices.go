@@ -10,7 +10,6 @@
 package spend
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
