@@ -116,7 +116,14 @@ func (r *responder) fail(f *failure) {
 		return
 	}
 	if r.started {
-		_ = r.sw.Event(apierror.StreamEvent(r.f, f.errType, f.msg))
+		_ = r.sw.Event(apierror.StreamEventFields(r.f, f.errType, f.msg, f.fields))
+		return
+	}
+	if f.fields != nil {
+		if f.retryAfter > 0 {
+			r.w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+		}
+		apierror.WriteFields(r.w, r.f, f.status, f.errType, f.msg, f.fields)
 		return
 	}
 	if f.upstream != nil {

@@ -116,7 +116,8 @@ func (m *Meter) Open(agent string, budgets []manifest.Budget, conversation strin
 }
 
 // Turn meters the model calls of one runner request: one for a relayed
-// request, one per round of a mediated turn, one at a time.
+// request, one per round of a mediated turn, one at a time. A nil Turn
+// meters nothing (a token count is never costed).
 type Turn struct {
 	m            *Meter
 	agent        string
@@ -229,6 +230,9 @@ const ledgerTimeout = 5 * time.Second
 // reached: the call is not made). A call still held is settled
 // conservatively first (see Close).
 func (t *Turn) Admit(ctx context.Context, e Estimate) error {
+	if t == nil {
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closeLocked()
@@ -310,6 +314,9 @@ func (t *Turn) notify(r *Refusal) {
 // the call was answered but its usage never seen (a stream cut short);
 // it is charged what was reserved for it, and its cost is unknown.
 func (t *Turn) Settle(ctx context.Context, u wire.Usage, have bool) audit.Cost {
+	if t == nil {
+		return audit.Cost{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hold
@@ -342,6 +349,9 @@ func (t *Turn) Settle(ctx context.Context, u wire.Usage, have bool) audit.Cost {
 // refused it, or it never reached the provider). It still counts as a
 // request.
 func (t *Turn) Release(ctx context.Context) {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hold
@@ -363,6 +373,9 @@ func (t *Turn) Release(ctx context.Context) {
 // reserved for it: a request that ends without its usage seen (the
 // runner went away mid-stream) is not free.
 func (t *Turn) Close(ctx context.Context) {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closeLocked()
@@ -381,6 +394,9 @@ func (t *Turn) closeLocked() {
 
 // Total is what the settled calls cost together.
 func (t *Turn) Total() audit.Cost {
+	if t == nil {
+		return audit.Cost{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.total
