@@ -91,7 +91,7 @@ func (b *builder) contextFiles(agents []*Agent, providers *manifest.Providers) (
 	}
 	for _, a := range agents {
 		dir := path.Join(ContextDir, a.ID)
-		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a), Models: a.Models}
+		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a), Models: a.Models, Budget: a.Budget}
 		if err := addJSON(path.Join(dir, "metadata.json"), modeSecret, md); err != nil {
 			return nil, err
 		}

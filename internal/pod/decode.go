@@ -128,7 +128,7 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas"}); err != nil {
+	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas", "pricing"}); err != nil {
 		return cd, err
 	}
 	switch hc := m["healthcheck"].(type) {
@@ -176,6 +176,11 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	}
 	if raw, ok := m["env"]; ok && raw != nil {
 		if cd.Env, err = d.env("x-claw.cllama-defaults.env", raw); err != nil {
+			return cd, err
+		}
+	}
+	if raw, ok := m["pricing"]; ok && raw != nil {
+		if cd.Pricing, err = d.pricing("x-claw.cllama-defaults.pricing", raw); err != nil {
 			return cd, err
 		}
 	}
