@@ -19,6 +19,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/proxy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/sharedstate"
+	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
 )
@@ -39,6 +40,9 @@ type stages struct {
 	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
+	// ledger keeps the budgets' counters in Redis with CLLAMA_STATE_URL
+	// (nil: a file under the state directory).
+	ledger spend.Ledger
 }
 
 func (s *stages) Close() error {
@@ -94,6 +98,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		st.redis = c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
+		st.ledger = spend.NewRedisLedger(c, cfg.Pod)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
 	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
@@ -124,7 +129,12 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
+	spendOpts := proxy.SpendOptions{Ledger: st.ledger}
+	if st.metrics != nil {
+		spendOpts.Observe = st.metrics.Budget
+	}
 	st.opts = proxy.Options{
+		Spend:     spendOpts,
 		Broker:    st.broker,
 		Owners:    st.owners,
 		Recorder:  st.rec,

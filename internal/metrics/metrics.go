@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,9 @@ type Sink struct {
 	toolCalls     *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
 	budgets       *prometheus.CounterVec
+	cost          *prometheus.CounterVec
+	budgetSpent   *prometheus.GaugeVec
+	budgetLimit   *prometheus.GaugeVec
 	feedFetches   *prometheus.CounterVec
 	feedHits      *prometheus.CounterVec
 	manifestError *prometheus.CounterVec
@@ -117,9 +121,18 @@ func New(o Options) *Sink {
 		feedFetches:   counter("cllama_feed_fetches_total", "Feed fetches, by agent, feed and outcome (ok, error, cached, stale).", "agent", "feed", "outcome"),
 		feedHits:      counter("cllama_feed_cache_hits_total", "Feeds served from the cache without a fetch.", "agent", "feed"),
 		manifestError: counter("cllama_manifest_errors_total", "Agent context files or providers.json that failed to load.", "agent"),
+		cost:          counter("cllama_cost_usd_total", "What model calls cost in US dollars, by agent, provider and model (calls to a model with no price are not counted).", "agent", "provider", "model"),
 		models:        map[string]struct{}{},
 		streams:       map[string]struct{}{},
 	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		n, h, c := f(name, help)
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	s.budgetSpent = gauge("cllama_budget_spent", "What a budget's current window has spent (US dollars for unit usd), by agent (empty for the pod's), scope, unit and window.", "agent", "scope", "unit", "per")
+	s.budgetLimit = gauge("cllama_budget_limit", "A budget's limit (US dollars for unit usd), by agent (empty for the pod's), scope, unit and window.", "agent", "scope", "unit", "per")
 	n, h, c := f("cllama_mediated_rounds", "Model calls per mediated turn (hidden rounds plus the final one).")
 	s.rounds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: n, Help: h, ConstLabels: c, Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 16}})
 	reg.MustRegister(s.rounds)
@@ -268,6 +281,10 @@ func (s *Sink) Event(e *audit.Event) {
 	if e.Sent > 0 {
 		s.overhead.WithLabelValues(format, mediated).Observe(e.Sent.Seconds())
 	}
+	if e.CostUSD.Known && e.CostUSD.MicroUSD > 0 {
+		provider, _, _ := strings.Cut(e.Model, "/")
+		s.cost.WithLabelValues(agent, s.model(provider), s.model(e.Model)).Add(float64(e.CostUSD.MicroUSD) / 1e6)
+	}
 	if e.TokensIn != nil || e.TokensOut != nil {
 		model := s.model(e.Model)
 		if e.TokensIn != nil && *e.TokensIn > 0 {
@@ -277,6 +294,22 @@ func (s *Sink) Event(e *audit.Event) {
 			s.tokens.WithLabelValues(agent, model, "out").Add(float64(*e.TokensOut))
 		}
 	}
+}
+
+// Budget sets a budget's gauges: spent in its current window and its
+// limit (micro-USD for unit usd, shown in dollars).
+func (s *Sink) Budget(agent, scope, unit, per string, spent, limit int64) {
+	if scope == "pod" {
+		agent = ""
+	} else {
+		agent = agentLabel(agent)
+	}
+	sv, lv := float64(spent), float64(limit)
+	if unit == "usd" {
+		sv, lv = sv/1e6, lv/1e6
+	}
+	s.budgetSpent.WithLabelValues(agent, scope, unit, per).Set(sv)
+	s.budgetLimit.WithLabelValues(agent, scope, unit, per).Set(lv)
 }
 
 // Entry implements recorder.Sink: a mediated turn's rounds.

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"github.com/clawdapus/clawgo/internal/sse"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -40,6 +43,16 @@ type SpendOptions struct {
 
 // newMeter builds the server's meter.
 func (s *Server) newMeter(o SpendOptions) (*spend.Meter, error) {
+	if o.Pricing == nil && o.PodBudget == nil {
+		// The pod's prices and budget, as claw compiled them.
+		if raw, err := os.ReadFile(filepath.Join(s.cfg.AuthDir, "providers.json")); err == nil {
+			ps, err := manifest.ParseProviders(raw)
+			if err != nil {
+				return nil, err
+			}
+			o.Pricing, o.PodBudget = ps.Pricing, ps.PodBudget
+		}
+	}
 	ledger := o.Ledger
 	if ledger == nil {
 		path := ""
@@ -155,4 +168,18 @@ func stripEvent(a usageAsker, ev sse.Event) ([]byte, bool) {
 	}
 	// Data spread over several lines: written as one.
 	return slices.Concat([]byte("data: "), out, []byte("\n\n")), false
+}
+
+// spanCost puts what the exchange cost on its server span.
+func (s *Server) spanCost(r *http.Request, x *exchange.Exchange) {
+	span := trace.SpanFromContext(r.Context())
+	if !span.IsRecording() {
+		return
+	}
+	switch c := x.Spend.Total(); {
+	case c.Known:
+		span.SetAttributes(attribute.Float64("claw.cost_usd", float64(c.MicroUSD)/1e6))
+	case c.Unknown():
+		span.SetAttributes(attribute.Bool("claw.cost_unknown", true))
+	}
 }
