@@ -63,15 +63,15 @@ func (f Filter) Apply(rs []Record) []Record {
 // response and error events (the runner's bill: a mediated exchange's
 // tokens cover every hidden round).
 type AgentSummary struct {
-	Agent       string   `json:"agent"`
-	Requests    int      `json:"requests"`
-	Responses   int      `json:"responses"`
-	Errors      int      `json:"errors"`
-	ToolCalls   int      `json:"tool_calls"`
-	ToolErrors  int      `json:"tool_errors"`
-	FeedFetches int      `json:"feed_fetches"`
-	TokensIn    int      `json:"tokens_in"`
-	TokensOut   int      `json:"tokens_out"`
+	Agent       string `json:"agent"`
+	Requests    int    `json:"requests"`
+	Responses   int    `json:"responses"`
+	Errors      int    `json:"errors"`
+	ToolCalls   int    `json:"tool_calls"`
+	ToolErrors  int    `json:"tool_errors"`
+	FeedFetches int    `json:"feed_fetches"`
+	TokensIn    int    `json:"tokens_in"`
+	TokensOut   int    `json:"tokens_out"`
 	// CostUSD sums the costed exchanges (cost_usd); Unpriced counts those
 	// whose model had no price.
 	CostUSD  audit.Cost `json:"cost_usd,omitzero"`
