@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: build the images, bring the example trading-desk pod up, let the
-# four governed agents run their conversations, then show what happened — the
+# five governed agents run their conversations, then show what happened — the
 # transcripts, the audit table, and what the trading-api received — and take
 # the pod down again (also on failure or Ctrl-C).
 set -euo pipefail
