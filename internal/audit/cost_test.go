@@ -37,3 +37,21 @@ func TestCostJSON(t *testing.T) {
 		t.Fatalf("known + unknown = %+v", a)
 	}
 }
+
+// FuzzParseUSD: whatever the text, an amount read back is written the
+// same way it reads (no rounding, no overflow).
+func FuzzParseUSD(f *testing.F) {
+	for _, s := range []string{"3", "0.30", "-1.5", "1000000000", "0.000001", "1.", "", "1e3", "00.10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseUSD(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseUSD(FormatUSD(v))
+		if err != nil || back != v {
+			t.Fatalf("%q → %d → %q → %d, %v", s, v, FormatUSD(v), back, err)
+		}
+	})
+}
