@@ -38,7 +38,7 @@ func TestPlanOfTheExample(t *testing.T) {
 	want := map[string]string{
 		"analyst": "clawgo/example-openai-runner:latest", "researcher": "clawgo/example-openai-runner:latest",
 		"executor": "clawgo/example-anthropic-runner:latest", "scout": "clawgo/example-mcp-runner:latest",
-		"intern": "clawgo/example-openai-runner:latest",
+		"intern":      "clawgo/example-openai-runner:latest",
 		"trading-api": "clawgo/example-trading-api:latest", "market-data": "clawgo/claw-mcp-stdio:latest",
 		"claw-model": "clawgo/claw-model:latest",
 	}
