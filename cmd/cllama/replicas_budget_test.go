@@ -39,7 +39,7 @@ func TestReplicasShareOneBudget(t *testing.T) {
 	}
 	ctxDir := filepath.Join(dir, "context")
 	write(t, filepath.Join(ctxDir, "analyst", "metadata.json"), `{"token":"analyst:s3cret","budget":[{"unit":"requests","limit":6,"per":"day"}]}`)
-	write(t, filepath.Join(dir, "providers.json"), `{"providers":{"openai":{"base_url":"`+model.URL+`/v1","api_key":"sk-test"}},"pricing":{"openai/gpt-test":{"input":1000000,"output":2000000,"cached_input":1000000,"cache_write":1000000}}}`)
+	write(t, filepath.Join(dir, "providers.json"), `{"providers":{"openai":{"base_url":"`+model.URL+`/v1","api_key":"sk-test"}}}`)
 	start := func(id string) string {
 		cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0")
 		cmd.Env = append(os.Environ(), "CLAW_CONTEXT_ROOT="+ctxDir, "CLAW_AUTH_DIR="+dir, "CLAW_POD=desk",

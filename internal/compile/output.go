@@ -77,7 +77,8 @@ func (b *builder) token(id string) (string, error) {
 
 // podSettings is pod.json: the settings cllama applies to the whole pod.
 func (b *builder) podSettings() manifest.Pod {
-	return manifest.Pod{Version: manifest.PodVersion, Name: b.pod.Name, Alerts: b.pod.Claw.Alerts}
+	return manifest.Pod{Version: manifest.PodVersion, Name: b.pod.Name, Alerts: b.pod.Claw.Alerts,
+		Pricing: b.pod.Claw.CllamaDefaults.Pricing, PodBudget: b.pod.Claw.PodBudget}
 }
 
 // podSettingsDigest names the content of pod.json in cllama's

@@ -53,7 +53,7 @@ func (b *builder) providers() (*manifest.Providers, error) {
 			}
 		}
 	}
-	ps := &manifest.Providers{Providers: map[string]*manifest.Provider{}, Pricing: b.pod.Claw.CllamaDefaults.Pricing, PodBudget: b.pod.Claw.PodBudget}
+	ps := &manifest.Providers{Providers: map[string]*manifest.Provider{}}
 	sorted := make([]string, 0, len(names))
 	for n := range names {
 		sorted = append(sorted, n)

@@ -21,11 +21,6 @@ const (
 type Providers struct {
 	Version   int                  `json:"version,omitempty"`
 	Providers map[string]*Provider `json:"providers"`
-	// Pricing is x-claw.cllama-defaults.pricing, over cllama's built-in
-	// price table; PodBudget is x-claw.pod-budget (all agents together).
-	// cllama reads both at start.
-	Pricing   map[string]Price `json:"pricing,omitempty"`
-	PodBudget []Budget         `json:"pod_budget,omitempty"`
 }
 
 // Provider is one upstream model provider.
@@ -83,11 +78,6 @@ func ParseProviders(data []byte) (*Providers, error) {
 	}
 	if ps.Version != 0 && ps.Version != 1 && ps.Version != 2 {
 		return nil, fmt.Errorf("providers.json: version: unsupported value %d (want 1 or 2)", ps.Version)
-	}
-	for i, b := range ps.PodBudget {
-		if err := b.Check(); err != nil {
-			return nil, fmt.Errorf("providers.json: pod_budget[%d]: %w; fix x-claw.pod-budget and recompile with `claw compile`", i, err)
-		}
 	}
 	for _, name := range ps.Names() {
 		p := ps.Providers[name]

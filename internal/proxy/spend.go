@@ -3,14 +3,16 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/sse"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -45,14 +47,15 @@ type SpendOptions struct {
 func (s *Server) newMeter(o SpendOptions) (*spend.Meter, error) {
 	if o.Pricing == nil && o.PodBudget == nil {
 		// The pod's prices and budget, as claw compiled them.
-		if raw, err := os.ReadFile(filepath.Join(s.cfg.AuthDir, "providers.json")); err == nil {
-			ps, err := manifest.ParseProviders(raw)
-			if err != nil {
-				return nil, err
-			}
-			o.Pricing, o.PodBudget = ps.Pricing, ps.PodBudget
+		pod, err := manifest.ReadPod(s.cfg.AuthDir)
+		if err != nil {
+			return nil, err
 		}
+		o.Pricing, o.PodBudget = pod.Pricing, pod.PodBudget
 	}
+	// A refusal per request must not flood the webhook: a handful per
+	// budget and minute.
+	limiter := alerts.NewLimiter(time.Minute, 3)
 	ledger := o.Ledger
 	if ledger == nil {
 		path := ""
@@ -69,6 +72,7 @@ func (s *Server) newMeter(o SpendOptions) (*spend.Meter, error) {
 		Observe: o.Observe,
 		Notify: func(n spend.Notice) {
 			s.auditBudget(n)
+			s.alertBudget(n, limiter)
 			if o.Notify != nil {
 				o.Notify(n)
 			}
@@ -82,6 +86,26 @@ func (s *Server) auditBudget(n spend.Notice) {
 		b.ResetsAt = n.ResetsAt.UTC()
 	}
 	s.rec.Emit(audit.Event{Type: n.Event, ClawID: n.Agent, Model: n.Model, Budget: b})
+}
+
+// alertBudget sends a warning or a refusal to the pod's alert webhook.
+func (s *Server) alertBudget(n spend.Notice, limiter *alerts.Limiter) {
+	if s.alerts == nil || !limiter.Allow(n.Event+"|"+n.Agent+"|"+n.Scope+"|"+n.Unit+"|"+n.Per) {
+		return
+	}
+	f := map[string]any{"agent": n.Agent, "scope": n.Scope, "unit": n.Unit, "per": n.Per}
+	b := audit.Budget{Unit: n.Unit, Limit: n.Limit, Spent: n.Spent}
+	raw, _ := b.MarshalJSON()
+	var amounts map[string]any
+	_ = json.Unmarshal(raw, &amounts)
+	f["limit"], f["spent"] = amounts["limit"], amounts["spent"]
+	if !n.ResetsAt.IsZero() {
+		f["resets_at"] = n.ResetsAt.UTC().Format(time.RFC3339)
+	}
+	if n.Model != "" {
+		f["model"] = n.Model
+	}
+	s.alerts.Alert(n.Event, f)
 }
 
 // openSpend starts metering x (nil for a call never costed).

@@ -399,3 +399,46 @@ func ac(p *pod) *anthropic.Client {
 	c := anthropicClient(p, aliceToken)
 	return &c
 }
+
+// sinkRecorder is an alerts.Sink that keeps what it is sent.
+type sinkRecorder struct {
+	mu     sync.Mutex
+	events []string
+	fields []map[string]any
+}
+
+func (s *sinkRecorder) Alert(event string, fields map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, event)
+	s.fields = append(s.fields, fields)
+}
+
+// Refusals and soft-limit warnings go to the pod's alert webhook, a
+// handful per budget however many requests are refused.
+func TestBudgetAlerts(t *testing.T) {
+	sink := &sinkRecorder{}
+	p := newPod(t, withPricing, func(_ *Config, o *Options) { o.Alerts = sink })
+	p.up.setHandler(pricedProvider)
+	p.setBudget(t, manifest.Budget{Unit: "requests", Limit: 2, Per: "day", Soft: 0.5})
+	for i := 0; i < 10; i++ {
+		_, _ = oc(p).Chat.Completions.New(context.Background(), openAIParams("fake/gpt-fake"))
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	warnings, refusals := 0, 0
+	for i, e := range sink.events {
+		switch e {
+		case "budget_warning":
+			warnings++
+		case "budget_exceeded":
+			refusals++
+			if f := sink.fields[i]; f["agent"] != "alice" || f["unit"] != "requests" || f["resets_at"] == nil {
+				t.Errorf("alert fields %v", f)
+			}
+		}
+	}
+	if warnings != 1 || refusals == 0 || refusals > 3 {
+		t.Fatalf("alerts %v: want one warning and a handful of refusals (8 were refused)", sink.events)
+	}
+}
