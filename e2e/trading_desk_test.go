@@ -248,6 +248,12 @@ func tradingDesk(t *testing.T) {
 
 	t.Run("scout used its native tools over MCP", func(t *testing.T) { checkNative(t, p, summaries["scout"], desk, events) })
 
+	t.Run("the intern's one-request budget refused its second turn", func(t *testing.T) {
+		p.waitExited("intern", 3*time.Minute)
+		if log := p.logs("intern"); !strings.Contains(log, "budget_exceeded") || !strings.Contains(log, "402") {
+			t.Errorf("intern's log shows no 402 budget_exceeded:\n%s", log)
+		}
+	})
 	t.Run("history records the tool trace", func(t *testing.T) {
 		calls := map[string][]history.ToolCall{}
 		for _, agent := range []string{"analyst", "researcher", "executor"} {

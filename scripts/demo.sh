@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: build the images, bring the example trading-desk pod up, let the
-# four governed agents run their conversations, then show what happened — the
+# five governed agents run their conversations, then show what happened — the
 # transcripts, the audit table, and what the trading-api received — and take
 # the pod down again (also on failure or Ctrl-C).
 set -euo pipefail
@@ -67,6 +67,19 @@ echo "$summary" | awk '/^[^ ].* \(service / {agent=$1} /^  reaches: / {sub(/^  r
 
 echo; echo "== claw audit (this run)"
 "$claw" audit --since "$started" || status=1
+
+echo; echo "== the intern, whose budget allows one request a day (its second turn is refused: 402)"
+id=$(container intern)
+if [ -n "$id" ]; then
+  for _ in $(seq 1 30); do
+    [ "$(docker inspect -f '{{.State.Status}}' "$id" 2>/dev/null)" = exited ] && break
+    sleep 1
+  done
+  docker logs "$id" 2>&1 | grep -v '^RUNNER_SUMMARY' | tail -4 || true
+fi
+
+echo; echo "== claw spend (each agent's spend, from session history)"
+"$claw" spend || status=1
 
 echo; echo "== a few of cllama's metrics (docs/cllama.md \"Metrics\")"
 cllama_ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$(container cllama)" 2>/dev/null | tr ' ' '\n' | grep . || true)

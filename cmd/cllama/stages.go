@@ -29,6 +29,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/proxy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/sharedstate"
+	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
 )
@@ -53,6 +54,9 @@ type stages struct {
 	keys *keypool.Pools
 	// approvals holds calls for a person's decision.
 	approvals *approvals.Manager
+	// ledger keeps the budgets' counters in Redis with CLLAMA_STATE_URL
+	// (nil: a file under the state directory).
+	ledger spend.Ledger
 	// pod is the pod-wide settings (<auth>/pod.json).
 	pod *manifest.Pod
 	// alerts is the pod's webhook (alerts.Discard without one); webhook
@@ -135,6 +139,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
 		sharedKeys = sharedstate.NewKeyStates(c, cfg.Pod)
+		st.ledger = spend.NewRedisLedger(c, cfg.Pod)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
 	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
@@ -188,7 +193,12 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
 		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Results: results, Approvals: st.approvals})
+	spendOpts := proxy.SpendOptions{Ledger: st.ledger}
+	if st.metrics != nil {
+		spendOpts.Observe = st.metrics.Budget
+	}
 	st.opts = proxy.Options{
+		Spend:     spendOpts,
 		Admin:     st.admin,
 		Alerts:    st.alerts,
 		Broker:    st.broker,

@@ -5,7 +5,9 @@
 package audit
 
 import (
+	"encoding/json"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -24,6 +26,10 @@ const (
 	// it opened: File, Offset (where the file now ends) and Bytes (how
 	// many were cut); ClawID for an agent's session history.
 	TypeFileRepaired = "file_repaired"
+	// TypeBudgetWarning reports a budget's soft threshold crossed (once
+	// per window); TypeBudgetExceeded a model call a budget refused.
+	TypeBudgetWarning  = "budget_warning"
+	TypeBudgetExceeded = "budget_exceeded"
 	// TypeResultStored reports a tool result over its cap kept whole
 	// behind a handle: Tool, Bytes (its size) and Handle.
 	TypeResultStored = "result_stored"
@@ -62,6 +68,11 @@ type Event struct {
 	LatencyMS  *int64 `json:"latency_ms,omitempty"`
 	TokensIn   *int   `json:"tokens_in,omitempty"`
 	TokensOut  *int   `json:"tokens_out,omitempty"`
+	// CostUSD is what the exchange's model calls cost (a mediated turn's
+	// total on its response event; the round's on a round event), null
+	// with CostUnknown when the model has no price.
+	CostUSD     Cost `json:"cost_usd,omitzero"`
+	CostUnknown bool `json:"cost_unknown,omitempty"`
 	// ManifestPresent and ToolsCount are set on every proxied request event
 	// (spec 002 "Telemetry and Audit").
 	ManifestPresent *bool  `json:"manifest_present,omitempty"`
@@ -102,6 +113,9 @@ type Event struct {
 	Cached bool `json:"cached,omitempty"`
 	Stale  bool `json:"stale,omitempty"`
 
+	// budget_warning, budget_exceeded: the budget.
+	Budget *Budget `json:"budget,omitempty"`
+
 	// file_repaired: the file and the offset it was cut at.
 	File   string `json:"file,omitempty"`
 	Offset *int64 `json:"offset,omitempty"`
@@ -140,6 +154,43 @@ type Approval struct {
 // file at offset (agent is the history's agent, or "").
 func FileRepaired(agent, file string, offset, n int64) Event {
 	return Event{Type: TypeFileRepaired, ClawID: agent, File: file, Offset: &offset, Bytes: Ptr(int(n))}
+}
+
+// Budget is the budget a budget_warning or budget_exceeded event is
+// about: limit and spent in US dollars for unit usd (written exactly),
+// else counts; resets_at absent for windows that never reset.
+type Budget struct {
+	Scope    string    `json:"scope"`
+	Unit     string    `json:"unit"`
+	Per      string    `json:"per"`
+	Limit    int64     `json:"-"`
+	Spent    int64     `json:"-"`
+	ResetsAt time.Time `json:"-"`
+}
+
+// MarshalJSON writes the budget with its amounts in their unit.
+func (b Budget) MarshalJSON() ([]byte, error) {
+	out := []byte(`{"scope":`)
+	out = appendJSONString(out, b.Scope)
+	out = appendJSONString(append(out, `,"unit":`...), b.Unit)
+	out = appendJSONString(append(out, `,"per":`...), b.Per)
+	amount := func(v int64) []byte {
+		if b.Unit == "usd" {
+			return AppendUSD(nil, v)
+		}
+		return strconv.AppendInt(nil, v, 10)
+	}
+	out = append(append(out, `,"limit":`...), amount(b.Limit)...)
+	out = append(append(out, `,"spent":`...), amount(b.Spent)...)
+	if !b.ResetsAt.IsZero() {
+		out = appendJSONString(append(out, `,"resets_at":`...), b.ResetsAt.UTC().Format(time.RFC3339))
+	}
+	return append(out, '}'), nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 // Filtered is a tool withheld by tool policy: the rules tried (none held)

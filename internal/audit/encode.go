@@ -14,7 +14,7 @@ import (
 // to json.Marshal byte for byte; what it does not handle itself (policy
 // lists, years json.Marshal refuses) goes to json.Marshal.
 func appendEvent(b []byte, e *Event) ([]byte, error) {
-	if len(e.PolicyFiltered) > 0 || e.Approval != nil || e.TS.Year() < 0 || e.TS.Year() > 9999 {
+	if len(e.PolicyFiltered) > 0 || e.Approval != nil || e.Budget != nil || e.TS.Year() < 0 || e.TS.Year() > 9999 {
 		m, err := json.Marshal(*e) // a copy: e itself does not escape
 		return append(b, m...), err
 	}
@@ -38,6 +38,12 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 	}
 	b = appendIntPtr(b, `,"tokens_in":`, e.TokensIn)
 	b = appendIntPtr(b, `,"tokens_out":`, e.TokensOut)
+	if !e.CostUSD.IsZero() {
+		b = e.CostUSD.AppendJSON(append(b, `,"cost_usd":`...))
+	}
+	if e.CostUnknown {
+		b = append(b, `,"cost_unknown":true`...)
+	}
 	if e.ManifestPresent != nil {
 		b = strconv.AppendBool(append(b, `,"manifest_present":`...), *e.ManifestPresent)
 	}

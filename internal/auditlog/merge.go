@@ -151,6 +151,7 @@ func exchangeRecords(h history.Entry, seen exchangeSeen) []Record {
 		}
 		e.LatencyMS = audit.Ptr(h.LatencyMS)
 		e.TokensIn, e.TokensOut = audit.Ptr(h.Usage.PromptTokens), audit.Ptr(h.Usage.CompletionTokens)
+		e.CostUSD, e.CostUnknown = h.CostUSD, h.CostUnknown
 		out = append(out, Record{Event: e, Source: SourceHistory})
 	}
 	return out

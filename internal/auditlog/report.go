@@ -79,13 +79,17 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	ew := &errWriter{w: w}
 	r.header(ew)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tREQUESTS\tRESPONSES\tERRORS\tTOOL CALLS\tTOOL ERRORS\tTOKENS IN\tTOKENS OUT\tMODELS")
+	fmt.Fprintln(tw, "AGENT\tREQUESTS\tRESPONSES\tERRORS\tTOOL CALLS\tTOOL ERRORS\tTOKENS IN\tTOKENS OUT\tCOST (USD)\tMODELS")
 	row := func(s AgentSummary) {
 		models := strings.Join(termsafe.Strings(s.Models), ", ")
 		if models == "" {
 			models = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", termsafe.String(s.Agent), s.Requests, s.Responses, s.Errors, s.ToolCalls, s.ToolErrors, s.TokensIn, s.TokensOut, models)
+		cost := audit.FormatUSD(s.CostUSD.MicroUSD)
+		if s.Unpriced > 0 {
+			cost += fmt.Sprintf(" (+%d unpriced)", s.Unpriced)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", termsafe.String(s.Agent), s.Requests, s.Responses, s.Errors, s.ToolCalls, s.ToolErrors, s.TokensIn, s.TokensOut, cost, models)
 	}
 	for _, s := range r.Summary.Agents {
 		row(s)

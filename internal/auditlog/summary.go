@@ -63,16 +63,20 @@ func (f Filter) Apply(rs []Record) []Record {
 // response and error events (the runner's bill: a mediated exchange's
 // tokens cover every hidden round).
 type AgentSummary struct {
-	Agent       string   `json:"agent"`
-	Requests    int      `json:"requests"`
-	Responses   int      `json:"responses"`
-	Errors      int      `json:"errors"`
-	ToolCalls   int      `json:"tool_calls"`
-	ToolErrors  int      `json:"tool_errors"`
-	FeedFetches int      `json:"feed_fetches"`
-	TokensIn    int      `json:"tokens_in"`
-	TokensOut   int      `json:"tokens_out"`
-	Models      []string `json:"models"`
+	Agent       string `json:"agent"`
+	Requests    int    `json:"requests"`
+	Responses   int    `json:"responses"`
+	Errors      int    `json:"errors"`
+	ToolCalls   int    `json:"tool_calls"`
+	ToolErrors  int    `json:"tool_errors"`
+	FeedFetches int    `json:"feed_fetches"`
+	TokensIn    int    `json:"tokens_in"`
+	TokensOut   int    `json:"tokens_out"`
+	// CostUSD sums the costed exchanges (cost_usd); Unpriced counts those
+	// whose model had no price.
+	CostUSD  audit.Cost `json:"cost_usd,omitzero"`
+	Unpriced int        `json:"unpriced,omitempty"`
+	Models   []string   `json:"models"`
 }
 
 // Summary is the per-agent table and its totals, and the tool calls
@@ -146,6 +150,12 @@ func Summarize(rs []Record) Summary {
 				}
 				if r.TokensOut != nil {
 					t.TokensOut += *r.TokensOut
+				}
+				if r.CostUSD.Known {
+					t.CostUSD = audit.KnownCost(t.CostUSD.MicroUSD + r.CostUSD.MicroUSD)
+				}
+				if r.CostUnknown {
+					t.Unpriced++
 				}
 			}
 		}

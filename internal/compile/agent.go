@@ -27,6 +27,9 @@ func (b *builder) agent(ctx context.Context, svc *pod.Service, id string, index 
 	if a.Models, err = b.modelAllowList(svc); err != nil {
 		return nil, err
 	}
+	if a.Budget = c.Budget; !c.HasBudget {
+		a.Budget = b.pod.Claw.BudgetDefaults
+	}
 	skillFrom := map[string]bool{}
 	for i, s := range c.Surfaces {
 		a.Surfaces = append(a.Surfaces, s.Raw)

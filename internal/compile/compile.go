@@ -49,6 +49,9 @@ type Agent struct {
 	// Models is the agent's model allow-list, "<provider>/<model>" each
 	// (metadata.json "models"); empty: any model.
 	Models []string
+	// Budget is the agent's budget (x-claw.budget, else the pod's
+	// budget-defaults; metadata.json "budget").
+	Budget []manifest.Budget
 
 	tools []manifest.Tool
 	// rules are the grant conditions its tools name (tools.json "rules").

@@ -77,7 +77,8 @@ func (b *builder) token(id string) (string, error) {
 
 // podSettings is pod.json: the settings cllama applies to the whole pod.
 func (b *builder) podSettings() manifest.Pod {
-	return manifest.Pod{Version: manifest.PodVersion, Name: b.pod.Name, Alerts: b.pod.Claw.Alerts}
+	return manifest.Pod{Version: manifest.PodVersion, Name: b.pod.Name, Alerts: b.pod.Claw.Alerts,
+		Pricing: b.pod.Claw.CllamaDefaults.Pricing, PodBudget: b.pod.Claw.PodBudget}
 }
 
 // podSettingsDigest names the content of pod.json in cllama's
@@ -133,7 +134,7 @@ func (b *builder) contextFiles(agents []*Agent, providers *manifest.Providers) (
 	}
 	for _, a := range agents {
 		dir := path.Join(ContextDir, a.ID)
-		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a), Models: a.Models}
+		md := manifest.Metadata{Token: a.Token, Pod: b.pod.Name, Service: a.Service, Type: b.agentType(a), Models: a.Models, Budget: a.Budget}
 		if err := addJSON(path.Join(dir, "metadata.json"), modeSecret, md); err != nil {
 			return nil, err
 		}

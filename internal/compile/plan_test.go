@@ -38,6 +38,7 @@ func TestPlanOfTheExample(t *testing.T) {
 	want := map[string]string{
 		"analyst": "clawgo/example-openai-runner:latest", "researcher": "clawgo/example-openai-runner:latest",
 		"executor": "clawgo/example-anthropic-runner:latest", "scout": "clawgo/example-mcp-runner:latest",
+		"intern":      "clawgo/example-openai-runner:latest",
 		"trading-api": "clawgo/example-trading-api:latest", "market-data": "clawgo/claw-mcp-stdio:latest",
 		"claw-model": "clawgo/claw-model:latest",
 	}
@@ -117,7 +118,7 @@ func TestPlanOfTheExample(t *testing.T) {
 	// variable.
 	cred := plan.Secret(envKey("trading-api", "TRADING_API_TOKEN"))
 	if cred == nil || cred.Kind != SecretServiceCredential || cred.Service != "trading-api" ||
-		!slices.Equal(cred.Agents, []string{"analyst", "executor", "researcher", "scout"}) ||
+		!slices.Equal(cred.Agents, []string{"analyst", "executor", "intern", "researcher", "scout"}) ||
 		!slices.Equal(cred.Env, []EnvRef{{Workload: "trading-api", Name: "TRADING_API_TOKEN"}}) {
 		t.Fatalf("trading-api credential %+v", cred)
 	}

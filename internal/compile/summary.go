@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/termsafe"
 )
@@ -18,6 +19,9 @@ func Summary(r *Result) string {
 	esc := termsafe.String
 	var w strings.Builder
 	fmt.Fprintf(&w, "pod %s: %d agent(s)\n", esc(r.Pod.Name), len(r.Agents))
+	if pb := r.Pod.Claw.PodBudget; len(pb) > 0 {
+		fmt.Fprintf(&w, "pod budget: %s\n", BudgetLine(pb))
+	}
 	for i, a := range r.Agents {
 		proxy := "no cllama"
 		if a.Cllama {
@@ -65,6 +69,9 @@ func Summary(r *Result) string {
 				fmt.Fprintf(&w, "    %s <- %s%s (ttl %ds)\n", esc(f.Name), esc(f.Source), esc(f.Path), f.TTL)
 			}
 		}
+		if len(a.Budget) > 0 {
+			fmt.Fprintf(&w, "  budget: %s\n", BudgetLine(a.Budget))
+		}
 		if len(a.Skills) > 0 {
 			fmt.Fprintf(&w, "  skills: %s\n", strings.Join(termsafe.Strings(a.Skills), ", "))
 		}
@@ -86,4 +93,28 @@ func ReachLine(a AgentReach) string {
 		return names + "; and the outside (x-claw.egress)"
 	}
 	return names + "; no route out of the pod"
+}
+
+// BudgetLine renders budget entries in one line: "$5.00 per day (warn at
+// 80%), 2000 requests per hour, 2000000 tokens per conversation".
+func BudgetLine(bs []manifest.Budget) string {
+	parts := make([]string, 0, len(bs))
+	for _, b := range bs {
+		var s string
+		switch b.Unit {
+		case manifest.BudgetUSD:
+			s = "$" + audit.FormatUSD(b.Limit)
+		default:
+			s = fmt.Sprintf("%d %s", b.Limit, b.Unit)
+		}
+		s += " per " + b.Per
+		if b.TZ != "" {
+			s += " (" + termsafe.String(b.TZ) + ")"
+		}
+		if b.Soft > 0 {
+			s += fmt.Sprintf(" (warn at %g%%)", b.Soft*100)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
 }

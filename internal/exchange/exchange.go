@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/spend"
 )
 
 // Format is the API format of a request: the name a format is registered
@@ -74,6 +75,11 @@ type Exchange struct {
 	// Feeds are the agent's feeds as the decorator injected them, by
 	// name (set by the feed Decorator): tool policy reads them.
 	Feeds map[string]string
+	// Spend meters the exchange's model calls against the budgets: each
+	// call is admitted (Send, SendParts) before it leaves, and whoever
+	// reads its usage settles it. Nil for a call never costed (a token
+	// count).
+	Spend *spend.Turn
 
 	// Timing, for metrics and traces: nanoseconds since Start at which
 	// the first upstream call was sent and its response headers arrived

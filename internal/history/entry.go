@@ -31,9 +31,14 @@ type Entry struct {
 	Request json.RawMessage `json:"request"`
 	// Response is the final response body (for streams, the assembled
 	// non-streaming equivalent).
-	Response  json.RawMessage `json:"response,omitempty"`
-	Usage     Usage           `json:"usage"`
-	ToolTrace []Round         `json:"tool_trace,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Usage    Usage           `json:"usage"`
+	// CostUSD is what the exchange's model calls cost in US dollars (a
+	// mediated turn's total over every round); null with CostUnknown
+	// when the model has no price; absent when no model was called.
+	CostUSD     audit.Cost `json:"cost_usd,omitzero"`
+	CostUnknown bool       `json:"cost_unknown,omitempty"`
+	ToolTrace   []Round    `json:"tool_trace,omitempty"`
 	// PolicyFiltered are the tools this exchange did not offer because
 	// their grant conditions did not hold (see audit.Filtered).
 	PolicyFiltered []audit.Filtered `json:"policy_filtered,omitempty"`
@@ -73,6 +78,8 @@ type Round struct {
 	Round      int        `json:"round"`
 	ToolCalls  []ToolCall `json:"tool_calls"`
 	RoundUsage Usage      `json:"round_usage"`
+	// CostUSD is what the round's model call cost (see Entry.CostUSD).
+	CostUSD audit.Cost `json:"cost_usd,omitzero"`
 }
 
 // ToolCall is one managed call of a round, with its result envelope.

@@ -69,6 +69,12 @@ func appendPlain(l *line, e *Entry, spliceReq, spliceResp bool) bool {
 		return false
 	}
 	b = appendUsage(append(b, `,"usage":`...), e.Usage)
+	if !e.CostUSD.IsZero() {
+		b = e.CostUSD.AppendJSON(append(b, `,"cost_usd":`...))
+	}
+	if e.CostUnknown {
+		b = append(b, `,"cost_unknown":true`...)
+	}
 	if len(e.ToolTrace) > 0 {
 		var ok bool
 		if b, ok = appendTrace(append(b, `,"tool_trace":`...), e.ToolTrace); !ok {
@@ -141,7 +147,11 @@ func appendTrace(b []byte, trace []Round) ([]byte, bool) {
 			}
 			b = append(b, ']')
 		}
-		b = append(appendUsage(append(b, `,"round_usage":`...), r.RoundUsage), '}')
+		b = appendUsage(append(b, `,"round_usage":`...), r.RoundUsage)
+		if !r.CostUSD.IsZero() {
+			b = r.CostUSD.AppendJSON(append(b, `,"cost_usd":`...))
+		}
+		b = append(b, '}')
 	}
 	return append(b, ']'), true
 }

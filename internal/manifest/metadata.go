@@ -19,6 +19,10 @@ type Metadata struct {
 	// model of the configured providers. cllama refuses others with 403
 	// model_not_allowed, and lists these on GET /v1/models.
 	Models []string `json:"models,omitempty"`
+	// Budget is the agent's budget (x-claw.budget, else the pod's
+	// budget-defaults): cllama refuses a model call that would start past
+	// one of its hard limits with 402 budget_exceeded.
+	Budget []Budget `json:"budget,omitempty"`
 }
 
 // ValidAgentID reports whether id is safe to use as a directory name: it
@@ -62,6 +66,11 @@ func ParseMetadata(data []byte, agentID string) (*Metadata, error) {
 	}
 	if id != agentID {
 		return nil, fmt.Errorf("metadata.json: token: agent id %q does not match directory %q", id, agentID)
+	}
+	for i, b := range m.Budget {
+		if err := b.Check(); err != nil {
+			return nil, fmt.Errorf("metadata.json: budget[%d]: %w; fix x-claw.budget and recompile with `claw compile`", i, err)
+		}
 	}
 	return &m, nil
 }

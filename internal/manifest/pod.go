@@ -28,6 +28,10 @@ type Pod struct {
 	// Alerts is x-claw.alerts: where cllama sends the events an operator
 	// must hear about. Nil: no webhook.
 	Alerts *Alerts `json:"alerts,omitempty"`
+	// Pricing is x-claw.cllama-defaults.pricing, over cllama's built-in
+	// price table; PodBudget is x-claw.pod-budget (all agents together).
+	Pricing   map[string]Price `json:"pricing,omitempty"`
+	PodBudget []Budget         `json:"pod_budget,omitempty"`
 }
 
 // Alerts is the pod's alert webhook.
@@ -69,6 +73,11 @@ func ParsePod(data []byte) (*Pod, error) {
 		}
 		if strings.TrimSpace(a.Secret) == "" {
 			return nil, fmt.Errorf("%s: alerts.secret: required (receivers verify X-Claw-Signature with it)", PodFile)
+		}
+	}
+	for i, b := range p.PodBudget {
+		if err := b.Check(); err != nil {
+			return nil, fmt.Errorf("%s: pod_budget[%d]: %w; fix x-claw.pod-budget and recompile with `claw compile`", PodFile, i, err)
 		}
 	}
 	return &p, nil

@@ -35,6 +35,8 @@ func (m *Mediator) record(t *turn, out outcome) {
 		// that made the answer (hidden rounds plus the final one).
 		Usage:          history.Usage{PromptTokens: t.usage.Prompt(), CompletionTokens: t.usage.Output, TotalRounds: t.calls},
 		ToolTrace:      t.rounds,
+		CostUSD:        x.Spend.Total(),
+		CostUnknown:    x.Spend.Total().Unknown(),
 		PolicyFiltered: t.filtered,
 	}
 	if x.Start.IsZero() {
@@ -64,7 +66,8 @@ func (m *Mediator) auditOutcome(t *turn, out outcome) {
 	x := t.x
 	e := audit.Event{ClawID: x.Agent.ID, RequestID: x.ID, Format: string(x.Format), Model: x.Model, Stream: x.Stream,
 		Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
-		TokensIn: audit.Ptr(t.usage.Prompt()), TokensOut: audit.Ptr(t.usage.Output), PolicyFiltered: t.filtered}
+		TokensIn: audit.Ptr(t.usage.Prompt()), TokensOut: audit.Ptr(t.usage.Output), PolicyFiltered: t.filtered,
+		CostUSD: x.Spend.Total(), CostUnknown: x.Spend.Total().Unknown()}
 	if !x.Start.IsZero() {
 		e.LatencyMS = audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())
 	}

@@ -139,10 +139,17 @@ func (r *responder) fail(f *failure) {
 	if r.started {
 		if le, ok := r.liveEnc.(wire.LiveErrorer); ok && r.live {
 			e := le.ErrorEvent(f.errType, f.msg)
-			_ = r.sw.Event(sse.Event{Name: e.Name, Data: e.Data})
+			_ = r.sw.Event(sse.Event{Name: e.Name, Data: apierror.WithFields(e.Data, f.fields)})
 			return
 		}
-		_ = r.sw.Event(apierror.StreamEvent(r.f, f.errType, f.msg))
+		_ = r.sw.Event(apierror.StreamEventFields(r.f, f.errType, f.msg, f.fields))
+		return
+	}
+	if f.fields != nil {
+		if f.retryAfter > 0 {
+			r.w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+		}
+		apierror.WriteFields(r.w, r.f, f.status, f.errType, f.msg, f.fields)
 		return
 	}
 	if f.upstream != nil {

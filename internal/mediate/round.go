@@ -46,7 +46,7 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p own
 		trace   []history.ToolCall
 	)
 	record := func() {
-		t.rounds = append(t.rounds, history.Round{Round: round, ToolCalls: trace, RoundUsage: history.Usage{PromptTokens: resp.Usage.Prompt(), CompletionTokens: resp.Usage.Output}})
+		t.rounds = append(t.rounds, history.Round{Round: round, ToolCalls: trace, RoundUsage: history.Usage{PromptTokens: resp.Usage.Prompt(), CompletionTokens: resp.Usage.Output}, CostUSD: t.roundCost})
 	}
 	switch p.kind {
 	case managedPrefix:

@@ -17,6 +17,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -43,7 +44,9 @@ type turn struct {
 	hidden []json.RawMessage
 	rounds []history.Round
 	usage  wire.Usage
-	calls  int // upstream calls made
+	// roundCost is what the last model call cost (its round's record).
+	roundCost audit.Cost
+	calls     int // upstream calls made
 	// managed counts the managed calls answered so far (run or refused
 	// one by one), against max_tool_calls_per_turn.
 	managed int
@@ -87,6 +90,11 @@ type failure struct {
 	upstream []byte
 	// clientGone is set when the runner disconnected: nothing is written.
 	clientGone bool
+	// fields are more members of the error object (a budget refusal's
+	// scope, limit, spent, resets_at), and retryAfter its Retry-After in
+	// seconds (0: none).
+	fields     map[string]any
+	retryAfter int
 }
 
 func (f *failure) Error() string { return f.msg }
@@ -234,8 +242,10 @@ func (t *turn) ask(ctx, parent context.Context) (*wire.Response, *failure) {
 				}
 			}
 			t.usage = t.usage.Add(resp.Usage)
+			t.roundCost = t.x.Spend.Settle(ctx, resp.Usage, true)
 			return resp, nil
 		}
+		t.x.Spend.Release(ctx) // the provider refused it: nothing spent
 		if retriable(status) {
 			// The provider is busy: nothing of the turn has reached the
 			// runner but keepalives, so try again within the turn's budget.
@@ -274,7 +284,14 @@ func (t *turn) send(ctx, parent context.Context, body [][]byte) (int, []byte, st
 	} else {
 		res, err = t.x.Send(ctx, bytes.Join(body, nil))
 	}
+	if r, ok := spend.AsRefusal(err); ok {
+		// A budget refused the round before it left.
+		f := &failure{status: r.Status, errType: r.Type, msg: r.Error(), fields: r.Fields()}
+		f.retryAfter, _ = r.RetryAfter(t.m.opt.Now())
+		return 0, nil, "", nil, f
+	}
 	if err != nil {
+		t.x.Spend.Release(ctx)
 		return 0, nil, "", nil, t.contextFailure(ctx, parent, fmt.Sprintf("upstream call %d failed: %v", t.calls, err))
 	}
 	defer res.Body.Close()

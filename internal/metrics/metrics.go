@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,9 @@ type Sink struct {
 	toolCalls     *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
 	budgets       *prometheus.CounterVec
+	cost          *prometheus.CounterVec
+	budgetSpent   *prometheus.GaugeVec
+	budgetLimit   *prometheus.GaugeVec
 	feedFetches   *prometheus.CounterVec
 	feedHits      *prometheus.CounterVec
 	manifestError *prometheus.CounterVec
@@ -129,10 +133,19 @@ func New(o Options) *Sink {
 		manifestError: counter("cllama_manifest_errors_total", "Agent context files or providers.json that failed to load.", "agent"),
 		fallbacks:     counter("cllama_fallbacks_total", "Model calls sent to the next target of their fallback chain, by the \"<provider>/<model>\" that could not answer, the target and why (rate_limited, keys_dead, overloaded, server_error, connection_error, timeout, circuit_open).", "from", "to", "reason"),
 		approvals:     counter("cllama_approvals_total", "Held calls' approval requests ended, by agent, tool and decision (approved, denied, timeout, cancelled, lost).", "agent", "tool", "decision"),
+		cost:          counter("cllama_cost_usd_total", "What model calls cost in US dollars, by agent, provider and model (calls to a model with no price are not counted).", "agent", "provider", "model"),
 		models:        map[string]struct{}{},
 		streams:       map[string]struct{}{},
 		held:          map[string]struct{}{},
 	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		n, h, c := f(name, help)
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: h, ConstLabels: c}, labels)
+		reg.MustRegister(v)
+		return v
+	}
+	s.budgetSpent = gauge("cllama_budget_spent", "What a budget's current window has spent (US dollars for unit usd), by agent (empty for the pod's), scope, unit and window.", "agent", "scope", "unit", "per")
+	s.budgetLimit = gauge("cllama_budget_limit", "A budget's limit (US dollars for unit usd), by agent (empty for the pod's), scope, unit and window.", "agent", "scope", "unit", "per")
 	n, h, c := f("cllama_mediated_rounds", "Model calls per mediated turn (hidden rounds plus the final one).")
 	s.rounds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: n, Help: h, ConstLabels: c, Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 16}})
 	reg.MustRegister(s.rounds)
@@ -296,6 +309,10 @@ func (s *Sink) Event(e *audit.Event) {
 	if e.Sent > 0 {
 		s.overhead.WithLabelValues(format, mediated).Observe(e.Sent.Seconds())
 	}
+	if e.CostUSD.Known && e.CostUSD.MicroUSD > 0 {
+		provider, _, _ := strings.Cut(e.Model, "/")
+		s.cost.WithLabelValues(agent, s.model(provider), s.model(e.Model)).Add(float64(e.CostUSD.MicroUSD) / 1e6)
+	}
 	if e.TokensIn != nil || e.TokensOut != nil {
 		model := s.model(e.Model)
 		if e.TokensIn != nil && *e.TokensIn > 0 {
@@ -325,6 +342,22 @@ func (k *keyCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(k.key, prometheus.GaugeValue, float64(key.State), p.Provider, key.ID)
 		}
 	}
+}
+
+// Budget sets a budget's gauges: spent in its current window and its
+// limit (micro-USD for unit usd, shown in dollars).
+func (s *Sink) Budget(agent, scope, unit, per string, spent, limit int64) {
+	if scope == "pod" {
+		agent = ""
+	} else {
+		agent = agentLabel(agent)
+	}
+	sv, lv := float64(spent), float64(limit)
+	if unit == "usd" {
+		sv, lv = sv/1e6, lv/1e6
+	}
+	s.budgetSpent.WithLabelValues(agent, scope, unit, per).Set(sv)
+	s.budgetLimit.WithLabelValues(agent, scope, unit, per).Set(lv)
 }
 
 // Entry implements recorder.Sink: a mediated turn's rounds.

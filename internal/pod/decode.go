@@ -129,7 +129,7 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	if err != nil {
 		return cd, err
 	}
-	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas", "providers", "fallbacks"}); err != nil {
+	if err := d.unknownKeys("x-claw.cllama-defaults", m, []string{"env", "image", "healthcheck", "default-provider", "models", "replicas", "providers", "fallbacks", "pricing"}); err != nil {
 		return cd, err
 	}
 	switch hc := m["healthcheck"].(type) {
@@ -187,6 +187,11 @@ func (d *decoder) cllamaDefaults(v any) (CllamaDefaults, error) {
 	}
 	if raw, ok := m["fallbacks"]; ok && raw != nil {
 		if cd.Fallbacks, err = d.fallbacks("x-claw.cllama-defaults.fallbacks", raw); err != nil {
+			return cd, err
+		}
+	}
+	if raw, ok := m["pricing"]; ok && raw != nil {
+		if cd.Pricing, err = d.pricing("x-claw.cllama-defaults.pricing", raw); err != nil {
 			return cd, err
 		}
 	}

@@ -24,6 +24,11 @@ type Claw struct {
 	// gets, each pointing at cllama (see RunnerEnvValue). Agents add to it
 	// and override it by name.
 	RunnerEnv map[string]RunnerEnvValue
+	// BudgetDefaults is x-claw.budget-defaults: the budget of every agent
+	// that declares none of its own.
+	BudgetDefaults []manifest.Budget
+	// PodBudget is x-claw.pod-budget: all agents together.
+	PodBudget []manifest.Budget
 	// Alerts is x-claw.alerts: the webhook cllama sends operator events
 	// to (approvals waiting, budgets, provider keys); nil when absent.
 	Alerts *manifest.Alerts
@@ -72,6 +77,10 @@ type CllamaDefaults struct {
 	// Replicas is replicas: how many cllama pods the Kubernetes target
 	// runs (0 when not written: one). Compose runs one cllama.
 	Replicas int
+	// Pricing is pricing: model prices over cllama's built-in table, by
+	// "<provider>/<model>" (or a prefix of such ids), in micro-USD per
+	// million tokens.
+	Pricing map[string]manifest.Price
 	// Providers is providers: per provider (lower-case name), a pool of
 	// keys cllama spreads requests over and its base URL (optional for
 	// built-in providers). Compiled into providers.json version 2.
@@ -136,6 +145,11 @@ type ServiceClaw struct {
 	// written). Empty inherits x-claw.cllama-defaults.models; no list at
 	// all means any model of the configured providers.
 	Models []string
+	// Budget is x-claw.budget: the agent's budget; HasBudget tells an
+	// empty list (no budget, whatever budget-defaults says) from an
+	// absent one (budget-defaults).
+	Budget    []manifest.Budget
+	HasBudget bool
 }
 
 // CllamaEnabled reports whether the service's model traffic goes through

@@ -73,6 +73,14 @@ var podKeyDecoders = []keyDecoder[Claw]{
 		c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw)
 		return err
 	}},
+	{name: "budget-defaults", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.BudgetDefaults, err = d.budget("x-claw.budget-defaults", raw)
+		return err
+	}},
+	{name: "pod-budget", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.PodBudget, err = d.budget("x-claw.pod-budget", raw)
+		return err
+	}},
 	{name: "alerts", decode: func(d *decoder, c *Claw, raw any) (err error) {
 		c.Alerts, err = d.alerts("x-claw.alerts", raw)
 		return err
@@ -157,6 +165,14 @@ var serviceKeyDecoders = []keyDecoder[ServiceClaw]{
 	}},
 	{name: "tool-annotations", decode: func(d *decoder, c *ServiceClaw, raw any) (err error) {
 		c.ToolAnnotations, err = d.toolAnnotations(raw)
+		return err
+	}},
+	{name: "budget", null: true, decode: func(d *decoder, c *ServiceClaw, raw any) (err error) {
+		c.HasBudget = true
+		if raw == nil {
+			return nil
+		}
+		c.Budget, err = d.budget("x-claw.budget", raw)
 		return err
 	}},
 }

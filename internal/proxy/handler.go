@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -40,6 +41,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, fi int)
 		return
 	}
 	defer m.close()
+	defer s.spanCost(r, m.x)
 	if m.mediated {
 		// A transcript may keep slices of the body past the exchange;
 		// the mediator sends the provider's model itself (x.Body keeps
@@ -53,7 +55,14 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, fi int)
 		s.failExchange(w, f, m.x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
 		return
 	}
-	s.passthrough(w, r, f, m.x, func(ctx context.Context) (*http.Response, error) { return m.send(ctx, upstream) })
+	var strip usageAsker
+	if a, ok := f.(usageAsker); ok && m.info.Stream {
+		// The stream's usage is asked for upstream, to cost it.
+		if b, asked := a.AskStreamUsage(slices.Concat(upstream...)); asked {
+			upstream, strip = [][]byte{b}, a
+		}
+	}
+	s.passthrough(w, r, f, m.x, strip, func(ctx context.Context) (*http.Response, error) { return m.send(ctx, upstream) })
 }
 
 // serveCount handles a POST to the token-counting endpoint of
@@ -143,7 +152,14 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		s.admit.leave(agent.ID)
 		return nil, false
 	}
-	m = &modelExchange{body: body, pb: pb, close: func() { release(); s.admit.leave(agent.ID) }}
+	m = &modelExchange{body: body, pb: pb}
+	m.close = func() {
+		if m.x != nil {
+			m.x.Spend.Close(context.Background())
+		}
+		release()
+		s.admit.leave(agent.ID)
+	}
 	defer func() {
 		if !ok {
 			m.close()
@@ -201,7 +217,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		span.SetAttributes(attribute.String("claw.agent", agent.ID), attribute.String("claw.format", string(format)),
 			attribute.String("gen_ai.request.model", info.Upstream), attribute.String("claw.provider", info.Provider))
 	}
-	sendParts := s.sender(x, call)
+	sendParts := s.sender(x, call, info.MaxOutput)
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
 	x.SendParts = sendParts
 	if stored != nil {
@@ -215,6 +231,14 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		s.refuseBrokenManifest(w, f, x)
 		return m, false
 	}
+	if !neverStreams {
+		// A token count is never costed; every generation is.
+		if err := s.openSpend(x); err != nil {
+			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeManifest, err.Error()+"; fix the pod and recompile with `claw compile`"))
+			return m, false
+		}
+		m.x = x
+	}
 	if s.decorator != nil {
 		if err := s.decorator.Decorate(r.Context(), x); err != nil {
 			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
@@ -226,10 +250,17 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 }
 
 // sender is how x's upstream calls are sent (sendChain: a key of the
-// pool, the fallback chain): each a client span, its times noted on x.
-func (s *Server) sender(x *exchange.Exchange, call *upstreamCall) func(context.Context, [][]byte) (*http.Response, error) {
+// pool, the fallback chain): each admitted against the budgets (maxOutput
+// is the request's output cap, for its reservation), a client span, its
+// times noted on x.
+func (s *Server) sender(x *exchange.Exchange, call *upstreamCall, maxOutput int) func(context.Context, [][]byte) (*http.Response, error) {
 	model := x.UpstreamModel
 	return func(ctx context.Context, b [][]byte) (*http.Response, error) {
+		// Each call is admitted against the budgets before it leaves:
+		// a relayed request once, a mediated turn once per round.
+		if err := x.Spend.Admit(ctx, spend.Estimate{Model: x.Provider + "/" + model, PromptBytes: partsLen(b), MaxOutput: maxOutput}); err != nil {
+			return nil, err
+		}
 		x.NoteSent(s.now())
 		ctx, span := tracing.Start(ctx, "chat "+model, trace.SpanKindClient, attribute.String("gen_ai.request.model", model))
 		defer span.End()

@@ -304,6 +304,12 @@ func requestBody(f exchange.Format, prov string, stream bool) string {
 	if f == formatAnthropic {
 		return `{"model":"` + prov + `/claude-fake","max_tokens":64,"stream":` + s + `,"messages":[{"role":"user","content":"hi"}]}`
 	}
+	if stream {
+		// The fake provider's streams end with the usage chunk, which
+		// the runner gets when it asks (cllama asks for a runner that
+		// does not, and takes it out again).
+		return `{"model":"` + prov + `/gpt-fake","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	}
 	return `{"model":"` + prov + `/gpt-fake","stream":` + s + `,"messages":[{"role":"user","content":"hi"}]}`
 }
 

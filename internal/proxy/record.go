@@ -63,8 +63,10 @@ func (s *Server) failExchange(w http.ResponseWriter, f wire.Format, x *exchange.
 // recordResponse emits the response event and, for a completed 2xx
 // exchange with history on, appends the history entry.
 func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, haveUsage bool, response []byte, note string) {
+	cost := s.settle(x, status, u, haveUsage)
 	s.auditExchange(x, audit.TypeResponse, func(e *audit.Event) {
 		e.StatusCode = status
+		costed(e, cost)
 		if haveUsage {
 			e.TokensIn, e.TokensOut = audit.Ptr(u.Prompt()), audit.Ptr(u.Output)
 		}
@@ -73,19 +75,21 @@ func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, 
 		return
 	}
 	entry := history.Entry{
-		ID:         x.ID,
-		Timestamp:  x.Start.UTC(),
-		AgentID:    x.Agent.ID,
-		Pod:        x.Pod,
-		Format:     string(x.Format),
-		Model:      x.Model,
-		Stream:     x.Stream,
-		Status:     history.StatusOK,
-		StatusCode: status,
-		LatencyMS:  sinceMS(s.now(), x.Start),
-		Request:    x.Original,
-		Usage:      history.Usage{PromptTokens: u.Prompt(), CompletionTokens: u.Output},
-		Error:      note,
+		ID:          x.ID,
+		Timestamp:   x.Start.UTC(),
+		AgentID:     x.Agent.ID,
+		Pod:         x.Pod,
+		Format:      string(x.Format),
+		Model:       x.Model,
+		Stream:      x.Stream,
+		Status:      history.StatusOK,
+		StatusCode:  status,
+		LatencyMS:   sinceMS(s.now(), x.Start),
+		Request:     x.Original,
+		Usage:       history.Usage{PromptTokens: u.Prompt(), CompletionTokens: u.Output},
+		CostUSD:     cost,
+		CostUnknown: cost.Unknown(),
+		Error:       note,
 		// The request passed the edge's validation; the response is set
 		// below only once checked (or quoted).
 		BodiesValid: true,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/sse"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -30,7 +31,9 @@ var copyPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 
 // passthrough sends x upstream once (send sends its body) and relays the
 // answer: status, filtered headers and body, event by event for streams.
-func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, send func(context.Context) (*http.Response, error)) {
+// strip, when set, takes out of the stream what asking for its usage
+// added (the runner did not ask).
+func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, strip usageAsker, send func(context.Context) (*http.Response, error)) {
 	resp, err := send(r.Context())
 	if err != nil {
 		s.upstreamFailed(w, r, f, x, err)
@@ -39,7 +42,7 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, f wire.Form
 	defer resp.Body.Close()
 	copyResponseHeaders(w.Header(), resp.Header)
 	if isEventStream(resp.Header.Get("Content-Type")) && resp.StatusCode/100 == 2 {
-		s.relayStream(w, r, f, x, resp)
+		s.relayStream(w, r, f, x, resp, strip)
 		return
 	}
 	s.relayBody(w, r, f, x, resp)
@@ -59,6 +62,11 @@ func isEventStream(ct string) bool {
 
 // upstreamFailed answers a call that produced no response.
 func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, err error) {
+	if ref, ok := spend.AsRefusal(err); ok {
+		s.refuseBudget(w, f, x, ref)
+		return
+	}
+	x.Spend.Release(context.Background()) // nothing reached the provider, or it answered nothing
 	se := s.upstreamError(r, x, err)
 	if se == nil {
 		s.clientGone(x)
@@ -186,7 +194,7 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format
 
 // relayStream relays an SSE response event by event, flushing each one so
 // the runner sees it as soon as the provider sent it.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, resp *http.Response) {
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange, resp *http.Response, strip usageAsker) {
 	sse.PrepareHeader(w.Header())
 	w.WriteHeader(resp.StatusCode)
 	// The headers go out with the first events, in one write (providers
@@ -222,7 +230,14 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 				x.Created(st.CreatedID)
 			}
 		}
-		if _, err := sw.Write(ev.Raw); err != nil {
+		raw := ev.Raw
+		if strip != nil && len(ev.Data) > 0 {
+			var drop bool
+			if raw, drop = stripEvent(strip, ev); drop {
+				continue
+			}
+		}
+		if _, err := sw.Write(raw); err != nil {
 			s.clientGone(x)
 			return
 		}
@@ -256,8 +271,10 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 		}
 		msg := streamFailure(x.Provider, readErr, s.cfg)
 		_ = sw.Event(apierror.StreamEvent(f, apierror.TypeUpstreamStream, msg))
+		cost := s.settle(x, resp.StatusCode, st.Usage, st.HaveUsage)
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
 			e.StatusCode, e.Error = resp.StatusCode, msg
+			costed(e, cost)
 			if st.HaveUsage {
 				e.TokensIn, e.TokensOut = audit.Ptr(st.Usage.Prompt()), audit.Ptr(st.Usage.Output)
 			}
@@ -265,7 +282,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 		return
 	}
 	if st.UpstreamError != "" {
+		cost := s.settle(x, resp.StatusCode, st.Usage, st.HaveUsage)
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
+			costed(e, cost)
 			e.StatusCode, e.Error = resp.StatusCode, "provider error event in stream: "+st.UpstreamError
 			if st.HaveUsage {
 				e.TokensIn, e.TokensOut = audit.Ptr(st.Usage.Prompt()), audit.Ptr(st.Usage.Output)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
@@ -18,6 +19,9 @@ type requestInfo struct {
 	Provider string
 	Upstream string // the model name sent upstream
 	Stream   bool
+	// MaxOutput is the request's cap on output tokens (max_tokens,
+	// max_completion_tokens, max_output_tokens); 0 when it sets none.
+	MaxOutput int
 	// modelStart/modelEnd delimit the model value, quotes included.
 	modelStart, modelEnd int
 }
@@ -57,6 +61,10 @@ func scanRequest(body []byte, shape *jsontop.Shape) (requestInfo, error) {
 			}
 			info.Model = decodeString(body[start:end])
 			info.modelStart, info.modelEnd = start, end
+		case isMaxOutput(key):
+			if n, perr := strconv.Atoi(string(body[start:end])); perr == nil && n > 0 {
+				info.MaxOutput = max(info.MaxOutput, n)
+			}
 		case jsontop.KeyEquals(key, "stream"):
 			switch string(body[start:end]) {
 			case "true":

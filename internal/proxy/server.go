@@ -35,6 +35,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -93,6 +94,9 @@ type Options struct {
 	KeyPools *keypool.Pools
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Spend configures prices, the pod's budget and where the budgets'
+	// counters are kept.
+	Spend SpendOptions
 	// Idle, when set, runs once traffic has stopped (no request in
 	// progress for 10 s, once per idle period), after the heap went back
 	// to the OS: cmd/cllama takes its code pages out of its resident set
@@ -143,6 +147,8 @@ type Server struct {
 	// opened them (Close closes them).
 	pools    *keypool.Pools
 	ownPools bool
+	// spend costs model calls and holds them to the budgets.
+	spend *spend.Meter
 
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -233,6 +239,9 @@ func New(cfg Config, opts Options) (*Server, error) {
 	s.router = newModelRouter(cfg, s.formats)
 	if d := cfg.DefaultProvider; d != "" && ps.get(s.now()).routes[d] == nil {
 		return nil, fmt.Errorf("CLLAMA_DEFAULT_PROVIDER: %q is not a configured provider (configured: %s)", d, ps.get(s.now()).names)
+	}
+	if s.spend, err = s.newMeter(opts.Spend); err != nil {
+		return nil, err
 	}
 	if s.history == nil && cfg.HistoryDir != "" && opts.Recorder == nil {
 		// s.rec, replaced below, is read when a file is first opened.

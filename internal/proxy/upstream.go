@@ -102,6 +102,10 @@ func (s *Server) answered(x *exchange.Exchange, rt *Route, model, from, why stri
 	if x.FallbackFrom != from || x.FallbackReason != why {
 		x.FallbackFrom, x.FallbackReason = from, why
 	}
+	if from != "" {
+		// The call is costed at the price of the model that answered.
+		x.Spend.Reprice(rt.Name + "/" + model)
+	}
 }
 
 // noteFallback records one step of a chain: an audit event (which the

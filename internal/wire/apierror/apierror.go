@@ -7,6 +7,7 @@
 package apierror
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -50,4 +51,61 @@ func Write(w http.ResponseWriter, f wire.Format, status int, errType, msg string
 func StreamEvent(f wire.Format, errType, msg string) sse.Event {
 	e := f.ErrorEvent(errType, msg)
 	return sse.Event{Name: e.Name, Data: e.Data}
+}
+
+// WriteFields is Write with more members in the error object (beside
+// type and message): what a refusal says about itself, such as a
+// budget's scope, limit and reset.
+func WriteFields(w http.ResponseWriter, f wire.Format, status int, errType, msg string, fields map[string]any) {
+	b := WithFields(f.ErrorBody(errType, msg), fields)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// StreamEventFields is StreamEvent with more members in the error object.
+func StreamEventFields(f wire.Format, errType, msg string, fields map[string]any) sse.Event {
+	e := f.ErrorEvent(errType, msg)
+	return sse.Event{Name: e.Name, Data: WithFields(e.Data, fields)}
+}
+
+// WithFields adds fields to an error body or event: into its "error"
+// object when it has one, else at its top level. Members already there
+// are kept.
+func WithFields(body []byte, fields map[string]any) []byte {
+	if len(fields) == 0 {
+		return body
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return body
+	}
+	target := top
+	var inner map[string]json.RawMessage
+	if raw, ok := top["error"]; ok && json.Unmarshal(raw, &inner) == nil && inner != nil {
+		target = inner
+	}
+	for k, v := range fields {
+		if _, ok := target[k]; ok {
+			continue
+		}
+		if b, err := json.Marshal(v); err == nil {
+			target[k] = b
+		}
+	}
+	if inner != nil {
+		b, err := json.Marshal(inner)
+		if err != nil {
+			return body
+		}
+		top["error"] = b
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return body
+	}
+	return out
 }

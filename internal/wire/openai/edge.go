@@ -56,8 +56,15 @@ var (
 // usageFields is the usage object: prompt_tokens already include cached
 // ones (prompt_tokens_details.cached_tokens), so they are Input whole.
 type usageFields struct {
-	Prompt     *int `json:"prompt_tokens"`
-	Completion *int `json:"completion_tokens"`
+	Prompt        *int          `json:"prompt_tokens"`
+	Completion    *int          `json:"completion_tokens"`
+	PromptDetails *usageDetails `json:"prompt_tokens_details"`
+}
+
+// usageDetails is prompt_tokens_details: the prompt tokens read from the
+// provider's cache (priced apart, counted in prompt_tokens).
+type usageDetails struct {
+	Cached int `json:"cached_tokens"`
 }
 
 // readUsage merges the usage object raw into u, reporting whether it
@@ -81,10 +88,13 @@ func readUsage(raw []byte, u *wire.Usage) bool {
 	if f.Completion != nil {
 		u.Output, found = *f.Completion, true
 	}
+	if f.PromptDetails != nil {
+		u.CachedInput = f.PromptDetails.Cached
+	}
 	return found
 }
 
-var usageKeys = []string{"prompt_tokens", "completion_tokens"}
+var usageKeys = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details"}
 
 // fastUsage decodes a usage object as encoding/json would, without
 // reflection (every response and stream has one), in one pass that checks
@@ -94,6 +104,9 @@ func fastUsage(raw []byte, f *usageFields) bool {
 		end, ok := jsontop.ValidValue(raw, s, 1)
 		if !ok {
 			return end, false
+		}
+		if k == 2 {
+			return end, json.Unmarshal(raw[s:end], &f.PromptDetails) == nil
 		}
 		p := &f.Prompt
 		if k == 1 {

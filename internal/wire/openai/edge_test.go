@@ -93,6 +93,8 @@ func FuzzReadUsage(f *testing.F) {
 		`{"prompt_tokens":1.0}`, `{"prompt_tokens":1e3}`, `{"Prompt_Tokens":4}`, `{"prompt_tokens":1,"prompt_tokens":2}`,
 		`{"prompt_tokens":99999999999999999999}`, `{"prompt_tokens":-0,"x":{"y":[1,2]}}`, `{"\u0070rompt_tokens":5}`,
 		`{"prompt_tokens":"1"}`, `{"prompt_tokens":1`, `{}`, `{"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2}}`,
+		`{"prompt_tokens_details":{"cached_tokens":1},"Prompt_Tokens_Details":{}}`, `{"prompt_tokens":3,"prompt_tokens_details":null}`,
+		`{"prompt_tokens_details":{"cached_tokens":"1"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -108,6 +110,9 @@ func FuzzReadUsage(f *testing.F) {
 			}
 			if fields.Completion != nil {
 				want.Output, wantOK = *fields.Completion, true
+			}
+			if fields.PromptDetails != nil {
+				want.CachedInput = fields.PromptDetails.Cached
 			}
 		}
 		if ok != wantOK || got != want {
