@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/histindex"
@@ -91,6 +92,15 @@ type Console struct {
 	live     *Live
 	sessions *sessions
 	pages    *pages
+	// done ends the live streams (Close): a server's shutdown waits for
+	// them otherwise.
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Close ends the live streams open now; the pages keep working.
+func (c *Console) Close() {
+	c.closeOnce.Do(func() { close(c.done) })
 }
 
 // New returns a Console. Add its Live to the recorder, Mount it, and Run
@@ -115,15 +125,17 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), pages: p}, nil
+	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), pages: p, done: make(chan struct{})}, nil
 }
 
 // Live is the recorder sink feeding the live counters.
 func (c *Console) Live() *Live { return c.live }
 
 // Run keeps the index following history until ctx ends: it reads new
-// lines soon after each exchange, and every SyncEvery.
+// lines soon after each exchange, and every SyncEvery. When ctx ends the
+// live streams end too (Close).
 func (c *Console) Run(ctx context.Context) {
+	defer c.Close()
 	if c.opts.Index == nil {
 		return
 	}

@@ -71,6 +71,8 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-c.done:
+			return
 		case <-changed:
 		case <-t.C:
 		}

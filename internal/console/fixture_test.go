@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -55,7 +56,9 @@ var pod = staticAgents{
 func line(e history.Entry, cost string) map[string]any {
 	b, _ := json.Marshal(e)
 	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	_ = d.Decode(&m)
 	if cost != "" {
 		m["cost_usd"] = json.Number(cost)
 	}
@@ -107,21 +110,27 @@ func seedHistory(t testing.TB, dir string, now time.Time) {
 }
 
 func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		panic(err)
 	}
-	return b
+	return bytes.TrimSpace(buf.Bytes())
 }
 
 // appendLine appends one history line as cllama writes it, with the
 // members spend accounting adds (cost_usd) when given.
 func appendLine(t testing.TB, dir, agent string, v any) {
 	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
+	// As a provider sends it: no HTML escaping of the bodies.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	p := filepath.Join(dir, agent, history.FileName)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
@@ -198,7 +207,7 @@ func newRig(t testing.TB, approvals Approvals) *rig {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	t.Cleanup(cancel) // before srv.Close: the live streams end with Run
 	go c.Run(ctx)
 	return &rig{srv: srv, console: c, index: x, hist: hist, now: now}
 }

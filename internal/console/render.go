@@ -165,7 +165,7 @@ func pretty(raw json.RawMessage) string {
 	var buf bytes.Buffer
 	src := raw
 	if json.Indent(&buf, raw, "", "  ") == nil {
-		src = buf.Bytes()
+		src = unescapeHTML(buf.Bytes())
 	}
 	if len(src) > maxShownBytes {
 		n := maxShownBytes
@@ -175,4 +175,35 @@ func pretty(raw json.RawMessage) string {
 		return string(src[:n]) + fmt.Sprintf("\n… cut at %d KiB of %d KiB: the history file has it whole", maxShownBytes>>10, len(src)>>10)
 	}
 	return string(src)
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes encoding/json
+// writes back into the characters, so a reader sees what the model wrote
+// (the page escapes them as it renders; the JSON stays valid).
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003C":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e", "003E":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out, i = append(out, b[i], b[i+1]), i+1 // an escape pair, whole
+	}
+	return out
 }

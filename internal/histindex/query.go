@@ -231,10 +231,17 @@ type Bucket struct {
 	Errors   int
 }
 
-// Series counts entries and failed entries per bucket from since on.
-func (x *Index) Series(ctx context.Context, since time.Time, bucket time.Duration) ([]Bucket, error) {
+// Series counts entries and failed entries per bucket from since on, of
+// one agent ("" for every agent).
+func (x *Index) Series(ctx context.Context, agent string, since time.Time, bucket time.Duration) ([]Bucket, error) {
 	b := bucket.Milliseconds()
-	rows, err := x.db.QueryContext(ctx, `SELECT ts / ?, count(*), sum(status <> 'ok') FROM entries WHERE ts >= ? GROUP BY 1 ORDER BY 1`, b, since.UnixMilli())
+	q := `SELECT ts / ?, count(*), sum(status <> 'ok') FROM entries WHERE ts >= ? GROUP BY 1 ORDER BY 1`
+	args := []any{b, since.UnixMilli()}
+	if agent != "" {
+		q = `SELECT ts / ?, count(*), sum(status <> 'ok') FROM entries WHERE agent = ? AND ts >= ? GROUP BY 1 ORDER BY 1`
+		args = []any{b, agent, since.UnixMilli()}
+	}
+	rows, err := x.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("histindex: %w", err)
 	}
