@@ -229,6 +229,7 @@ func TestScreenshots(t *testing.T) {
 	r.console.Live().Event(&audit.Event{Type: audit.TypeError, ClawID: "analyst", StatusCode: 502, TS: time.Now()})
 	r.console.Live().Event(&audit.Event{Type: audit.TypeFeedFetch, ClawID: "analyst", Feed: "market", Status: "ok", TS: time.Now().Add(-25 * time.Second)})
 	logIn(t, ctx, r.srv.URL, operatorToken)
+	do(t, ctx, chromedp.WaitVisible(chromedp.ID("agents")))
 	dir := filepath.Join("..", "..", "docs", "console")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -239,7 +240,7 @@ func TestScreenshots(t *testing.T) {
 	} {
 		do(t, ctx, chromedp.Navigate(r.srv.URL+path), chromedp.WaitVisible(chromedp.CSS("main")),
 			until(`Array.from(document.images).every(i => i.complete)`))
-		png := value(t, ctx, chromedp.FullScreenshot(90))
+		png := value(t, ctx, chromedp.FullScreenshot(100))
 		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}

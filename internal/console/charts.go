@@ -119,7 +119,7 @@ func (c *Console) requestsChart(w http.ResponseWriter, r *http.Request, _ *sessi
 	from := now.Truncate(bucket).Add(-(buckets - 1) * bucket)
 	counts := make([]struct{ n, e int }, buckets)
 	if x := c.opts.Index; x != nil {
-		series, err := x.Series(r.Context(), agent, from, bucket)
+		series, err := x.Series(r.Context(), agent, from)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -183,7 +183,7 @@ func (c *Console) spendChart(w http.ResponseWriter, r *http.Request, _ *session)
 	var series map[string]map[time.Time]int64
 	if x := c.opts.Index; x != nil {
 		var err error
-		if series, err = x.SpendSeries(r.Context(), from, bucket); err != nil {
+		if series, err = x.SpendSeries(r.Context(), from); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

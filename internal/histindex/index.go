@@ -26,7 +26,7 @@ import (
 
 // schemaVersion changes whenever the tables do: an index of another
 // version is dropped and rebuilt from the history files.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // Defaults.
 const (
@@ -74,7 +74,6 @@ CREATE TABLE IF NOT EXISTS entries(
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_agent_ts ON entries(agent, ts);
 CREATE INDEX IF NOT EXISTS entries_ts ON entries(ts, agent, status, cost);
-CREATE INDEX IF NOT EXISTS entries_file ON entries(file);
 CREATE TABLE IF NOT EXISTS calls(
 	entry INTEGER NOT NULL, ts INTEGER NOT NULL, round INTEGER NOT NULL, tool TEXT NOT NULL,
 	mode TEXT NOT NULL, latency INTEGER NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL);
@@ -82,6 +81,10 @@ CREATE INDEX IF NOT EXISTS calls_entry ON calls(entry);
 CREATE INDEX IF NOT EXISTS calls_ts ON calls(ts);
 CREATE INDEX IF NOT EXISTS calls_failed ON calls(tool, ts) WHERE status NOT IN ('ok', 'duplicate');
 CREATE TABLE IF NOT EXISTS tools(tool TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS minutes(m INTEGER NOT NULL, agent TEXT NOT NULL, requests INTEGER NOT NULL,
+	errors INTEGER NOT NULL, PRIMARY KEY(m, agent)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hours(h INTEGER NOT NULL, agent TEXT NOT NULL, requests INTEGER NOT NULL,
+	errors INTEGER NOT NULL, cost INTEGER NOT NULL, unpriced INTEGER NOT NULL, PRIMARY KEY(h, agent)) WITHOUT ROWID;
 `
 
 // Open opens (or creates, or rebuilds) the index at o.Path. It does not

@@ -87,9 +87,10 @@ type Spend struct {
 	Entries int
 }
 
-// SpendSince sums each agent's cost from since on.
+// SpendSince sums each agent's cost from the hour of since on (the
+// hourly rollup: since is taken back to its hour).
 func (x *Index) SpendSince(ctx context.Context, since time.Time) (map[string]Spend, error) {
-	rows, err := x.db.QueryContext(ctx, `SELECT agent, coalesce(sum(cost), 0), sum(cost IS NULL), count(*) FROM entries WHERE ts >= ? GROUP BY agent`, since.UnixMilli())
+	rows, err := x.db.QueryContext(ctx, `SELECT agent, sum(cost), sum(unpriced), sum(requests) FROM hours WHERE h >= ? GROUP BY agent`, since.UnixMilli()/3600000)
 	if err != nil {
 		return nil, fmt.Errorf("histindex: %w", err)
 	}
@@ -231,15 +232,14 @@ type Bucket struct {
 	Errors   int
 }
 
-// Series counts entries and failed entries per bucket from since on, of
-// one agent ("" for every agent).
-func (x *Index) Series(ctx context.Context, agent string, since time.Time, bucket time.Duration) ([]Bucket, error) {
-	b := bucket.Milliseconds()
-	q := `SELECT ts / ?, count(*), sum(status <> 'ok') FROM entries WHERE ts >= ? GROUP BY 1 ORDER BY 1`
-	args := []any{b, since.UnixMilli()}
+// Series counts entries and failed entries per minute from since on (at
+// most minuteRetention back), of one agent ("" for every agent).
+func (x *Index) Series(ctx context.Context, agent string, since time.Time) ([]Bucket, error) {
+	q := `SELECT m, sum(requests), sum(errors) FROM minutes WHERE m >= ? GROUP BY m ORDER BY m`
+	args := []any{since.UnixMilli() / 60000}
 	if agent != "" {
-		q = `SELECT ts / ?, count(*), sum(status <> 'ok') FROM entries WHERE agent = ? AND ts >= ? GROUP BY 1 ORDER BY 1`
-		args = []any{b, agent, since.UnixMilli()}
+		q = `SELECT m, requests, errors FROM minutes WHERE m >= ? AND agent = ? ORDER BY m`
+		args = append(args, agent)
 	}
 	rows, err := x.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -253,16 +253,16 @@ func (x *Index) Series(ctx context.Context, agent string, since time.Time, bucke
 		if err := rows.Scan(&k, &bk.Requests, &bk.Errors); err != nil {
 			return nil, err
 		}
-		bk.Start = time.UnixMilli(k * b).UTC()
+		bk.Start = time.UnixMilli(k * 60000).UTC()
 		out = append(out, bk)
 	}
 	return out, rows.Err()
 }
 
-// SpendSeries sums each agent's cost (micro-USD) per bucket from since on.
-func (x *Index) SpendSeries(ctx context.Context, since time.Time, bucket time.Duration) (map[string]map[time.Time]int64, error) {
-	b := bucket.Milliseconds()
-	rows, err := x.db.QueryContext(ctx, `SELECT agent, ts / ?, sum(cost) FROM entries WHERE ts >= ? AND cost IS NOT NULL GROUP BY 1, 2`, b, since.UnixMilli())
+// SpendSeries sums each agent's cost (micro-USD) per hour from since's
+// hour on.
+func (x *Index) SpendSeries(ctx context.Context, since time.Time) (map[string]map[time.Time]int64, error) {
+	rows, err := x.db.QueryContext(ctx, `SELECT agent, h, cost FROM hours WHERE h >= ? AND cost <> 0`, since.UnixMilli()/3600000)
 	if err != nil {
 		return nil, fmt.Errorf("histindex: %w", err)
 	}
@@ -279,7 +279,7 @@ func (x *Index) SpendSeries(ctx context.Context, since time.Time, bucket time.Du
 		if out[a] == nil {
 			out[a] = map[time.Time]int64{}
 		}
-		out[a][time.UnixMilli(k*b).UTC()] = c
+		out[a][time.UnixMilli(k*3600000).UTC()] = c
 	}
 	return out, rows.Err()
 }

@@ -112,7 +112,7 @@ func (x *Index) syncFile(ctx context.Context, agent, path string, st *SyncStats)
 		// Replaced or cut: what the index holds of it no longer points
 		// at the same bytes.
 		st.Reset++
-		if err := x.forgetFile(ctx, f.n); err != nil {
+		if err := x.forgetFile(ctx, f.n, agent); err != nil {
 			return err
 		}
 		f.ino, f.size, f.line = ino, 0, 0
