@@ -45,8 +45,8 @@ type writer struct {
 	minutes map[rollKey]*roll
 	// minuteFloor: older entries are past the minutes' retention.
 	minuteFloor int64
-	hours   map[rollKey]*roll
-	done    bool
+	hours       map[rollKey]*roll
+	done        bool
 }
 
 func (x *Index) begin(ctx context.Context) (*writer, error) {
