@@ -30,7 +30,7 @@ const schemaVersion = 2
 
 // Defaults.
 const (
-	DefaultMaxEntries = 5_000_000
+	DefaultMaxEntries = 2_000_000
 	DefaultCacheKiB   = 8 << 10
 	// MaxConns bounds the database connections (each has its own page
 	// cache of CacheKiB).

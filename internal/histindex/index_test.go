@@ -196,3 +196,39 @@ func FuzzMicroUSD(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIndexLine indexes whatever a history line may hold: never a panic
+// nor a failed insert, whatever its members' types and sizes.
+func FuzzIndexLine(f *testing.F) {
+	f.Add(`{"id":"h1","agent_id":"a","timestamp":"2026-01-01T00:00:00Z","status":"ok","cost_usd":0.5,"tool_trace":[{"round":1,"tool_calls":[{"name":"s.t","result":{"ok":false,"error":{"code":"x","message":"y"}}}]}]}`)
+	f.Add(`{"id":"h2","agent_id":"a","cost_usd":1e999999}`)
+	f.Add(`{"id":"h3","agent_id":"a","cost_usd":-0.0000005,"policy_filtered":[{},{}]}`)
+	f.Add(`{"agent_id":"b"}`)
+	x, err := Open(Options{HistoryDir: f.TempDir(), Path: filepath.Join(f.TempDir(), "index.db")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { x.Close() })
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := x.begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.rollback()
+		ok, err := w.add("a", 1, 0, []byte(s))
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if err := w.flush(true); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		var e struct {
+			ID      string `json:"id"`
+			AgentID string `json:"agent_id"`
+		}
+		if ok && (json.Unmarshal([]byte(s), &e) != nil || e.AgentID != "a" || e.ID == "") {
+			t.Fatalf("%q indexed", s)
+		}
+	})
+}
