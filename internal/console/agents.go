@@ -2,6 +2,7 @@ package console
 
 import (
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
@@ -91,7 +92,7 @@ func (c contextAgents) IDs() []string {
 			break
 		}
 		if de.IsDir() && manifest.ValidAgentID(de.Name()) {
-			if _, err := os.Stat(c.root + "/" + de.Name() + "/metadata.json"); err == nil {
+			if _, err := os.Stat(filepath.Join(c.root, de.Name(), "metadata.json")); err == nil {
 				out = append(out, de.Name())
 			}
 		}

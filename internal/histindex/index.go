@@ -87,6 +87,10 @@ CREATE TABLE IF NOT EXISTS hours(h INTEGER NOT NULL, agent TEXT NOT NULL, reques
 	errors INTEGER NOT NULL, cost INTEGER NOT NULL, unpriced INTEGER NOT NULL, PRIMARY KEY(h, agent)) WITHOUT ROWID;
 `
 
+// dropIndexes drops the secondary indexes (schema makes them again).
+const dropIndexes = `DROP INDEX IF EXISTS entries_id; DROP INDEX IF EXISTS entries_agent_ts; DROP INDEX IF EXISTS entries_ts;
+DROP INDEX IF EXISTS calls_entry; DROP INDEX IF EXISTS calls_ts; DROP INDEX IF EXISTS calls_failed;`
+
 // Open opens (or creates, or rebuilds) the index at o.Path. It does not
 // read history: call Sync.
 func Open(o Options) (*Index, error) {

@@ -36,16 +36,33 @@ type SyncStats struct {
 
 // Sync indexes the complete lines the history files gained since the last
 // Sync. A file that shrank or was replaced is indexed again from its start.
-func (x *Index) Sync(ctx context.Context) (SyncStats, error) {
+func (x *Index) Sync(ctx context.Context) (st SyncStats, err error) {
 	x.sync.Lock()
 	defer x.sync.Unlock()
-	var st SyncStats
 	des, err := os.ReadDir(x.opts.HistoryDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
 	if err != nil {
 		return st, fmt.Errorf("histindex: %w", err)
+	}
+	// A first build loads every entry: the secondary indexes are made
+	// once at its end, which is several times faster than keeping them
+	// up to date row by row.
+	var any int
+	if err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM entries LIMIT 1)`).Scan(&any); err != nil {
+		return st, fmt.Errorf("histindex: %w", err)
+	}
+	if any == 0 {
+		if _, err := x.db.ExecContext(ctx, dropIndexes); err != nil {
+			return st, fmt.Errorf("histindex: %w", err)
+		}
+		defer func() {
+			// Made again at the next Open if this fails.
+			if _, ierr := x.db.ExecContext(context.WithoutCancel(ctx), schema); ierr != nil && err == nil {
+				err = fmt.Errorf("histindex: %w", ierr)
+			}
+		}()
 	}
 	n := 0
 	for _, de := range des {
