@@ -39,6 +39,8 @@ type stages struct {
 	owners   owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
+	// replica names this replica's history files ("" for history.jsonl).
+	replica string
 }
 
 func (s *stages) Close() error {
@@ -78,6 +80,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 				opts.Replica = h
 			}
 		}
+		st.replica = opts.Replica
 		hw, err := history.NewWriterWith(cfg.HistoryDir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
