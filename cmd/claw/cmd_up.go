@@ -135,15 +135,18 @@ func upRun(ctx context.Context, f *Factory, opts *UpOptions) error {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "claw: starting pod %s with %s\n", res.Pod.Name, compile.GeneratedFile)
 	if opts.PublishCllama != "" {
-		addr, _ := publishAddress(opts.PublishCllama)
+		addr, _ := publishAddress("--publish-cllama", opts.PublishCllama)
 		fmt.Fprintf(f.IO.ErrOut, "claw: cllama is published on the host at http://%s (OpenAI base URL http://%s/v1; an agent's token is in %s/<agent>/metadata.json)\n", addr, addr, compile.ContextDir)
 	}
 	if opts.PublishMetrics != "" {
-		addr, _ := publishAddress(opts.PublishMetrics)
+		addr, _ := publishAddress("--publish-metrics", opts.PublishMetrics)
 		fmt.Fprintf(f.IO.ErrOut, "claw: cllama's metrics are published on the host at http://%s/metrics\n", addr)
 	}
 	if err := eng.Compose(ctx, args...); err != nil {
 		return err
+	}
+	if line := adminLine(ctx, eng, res.Pod); line != "" {
+		fmt.Fprintln(f.IO.ErrOut, line)
 	}
 	if !opts.Wait {
 		return nil
@@ -254,6 +257,9 @@ func appliedLine(a *compile.Applied) string {
 	}
 	if a.Providers {
 		parts = append(parts, "providers changed")
+	}
+	if a.PodSettings {
+		parts = append(parts, "pod settings changed (cllama restarts)")
 	}
 	return strings.Join(parts, "; ")
 }

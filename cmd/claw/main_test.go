@@ -80,7 +80,7 @@ func TestCompilePrintsSummary(t *testing.T) {
 	if summary != string(want) {
 		t.Errorf("summary differs\n--- got\n%s\n--- want\n%s", summary, want)
 	}
-	if !strings.HasPrefix(tail, "16 files") {
+	if !strings.HasPrefix(tail, "18 files") {
 		t.Errorf("unexpected tail %q", tail)
 	}
 	for _, p := range []string{compile.GeneratedFile, compile.ProvidersFile, ".claw-runtime/context/analyst/tools.json"} {
@@ -177,19 +177,20 @@ func TestEngineVerbs(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		want []string
+		want [][]string
 	}{
-		{[]string{"up", "-f", pod, "-d"}, []string{"up", "-d"}},
-		{[]string{"ps", "-f", pod}, []string{"ps"}},
-		{[]string{"logs", "-f", pod, "--follow", "--tail", "10", "analyst"}, []string{"logs", "--no-color", "-f", "--tail", "10", "analyst"}},
-		{[]string{"logs", "--file", pod, "cllama"}, []string{"logs", "--no-color", "cllama"}},
-		{[]string{"down", "-f", pod, "-v"}, []string{"down", "--remove-orphans", "-v"}},
+		// up then asks where the admin listener is published, to print it.
+		{[]string{"up", "-f", pod, "-d"}, [][]string{{"up", "-d"}, {"<containers>"}}},
+		{[]string{"ps", "-f", pod}, [][]string{{"ps"}}},
+		{[]string{"logs", "-f", pod, "--follow", "--tail", "10", "analyst"}, [][]string{{"logs", "--no-color", "-f", "--tail", "10", "analyst"}}},
+		{[]string{"logs", "--file", pod, "cllama"}, [][]string{{"logs", "--no-color", "cllama"}}},
+		{[]string{"down", "-f", pod, "-v"}, [][]string{{"down", "--remove-orphans", "-v"}}},
 	} {
 		h := newHarness()
 		if code := h.run(tc.args...); code != ExitOK {
 			t.Fatalf("claw %v: exit %d: %s", tc.args, code, h.err.String())
 		}
-		if len(h.engine.calls) != 1 || !reflect.DeepEqual(h.engine.calls[0], tc.want) {
+		if !reflect.DeepEqual(h.engine.calls, tc.want) {
 			t.Errorf("claw %v ran compose %v, want %v", tc.args, h.engine.calls, tc.want)
 		}
 		if h.engine.cfg.Project != "trading-desk" || h.engine.cfg.File != compile.GeneratedFile || h.engine.cfg.Dir != dir {
@@ -337,12 +338,12 @@ func TestPsJSON(t *testing.T) {
 
 func TestPublishCllamaFlag(t *testing.T) {
 	for in, want := range map[string]string{"18080": "127.0.0.1:18080", "0.0.0.0:9000": "0.0.0.0:9000", "127.0.0.1:1": "127.0.0.1:1"} {
-		if got, err := publishAddress(in); err != nil || got != want {
+		if got, err := publishAddress("--publish-cllama", in); err != nil || got != want {
 			t.Errorf("%q: %q %v", in, got, err)
 		}
 	}
 	for _, in := range []string{"", "0", "65536", "x", "localhost:80", "[::1]:80", "1.2.3.4:"} {
-		if _, err := publishAddress(in); err == nil {
+		if _, err := publishAddress("--publish-cllama", in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}

@@ -56,28 +56,32 @@ type BuildOptions struct {
 	PublishCllama string
 	// PublishMetrics is --publish-metrics as given: [HOST:]PORT.
 	PublishMetrics string
+	// PublishAdmin is --publish-admin as given: [HOST:]PORT; empty
+	// publishes the admin listener on 127.0.0.1 at a free port.
+	PublishAdmin string
 }
 
 func addBuildFlags(cmd *cobra.Command, o *BuildOptions) {
 	addPodFlags(cmd, &o.PodOptions)
 	cmd.Flags().StringVar(&o.CllamaImage, "cllama-image", "", "cllama image (default: x-claw.cllama-defaults.image or "+compile.DefaultCllamaImage+")")
 	cmd.Flags().StringVar(&o.PublishMetrics, "publish-metrics", "", "turn cllama's Prometheus metrics on and publish them on the host at [HOST:]PORT (HOST default 127.0.0.1)")
+	cmd.Flags().StringVar(&o.PublishAdmin, "publish-admin", "", "publish cllama's admin listener (approvals, console) on the host at [HOST:]PORT (default 127.0.0.1 and a free port, printed)")
 	cmd.Flags().StringVar(&o.PublishCllama, "publish-cllama", "", "publish cllama's port on the host at [HOST:]PORT (HOST default 127.0.0.1), to reach it while testing")
 }
 
-// publishAddress checks --publish-cllama's [HOST:]PORT and returns
+// publishAddress checks a --publish-* flag's [HOST:]PORT and returns
 // HOST:PORT, HOST an IPv4 address, 127.0.0.1 when omitted (the host
 // only, not the network).
-func publishAddress(v string) (string, error) {
+func publishAddress(flag, v string) (string, error) {
 	host, port := "127.0.0.1", v
 	if h, p, err := net.SplitHostPort(v); err == nil {
 		host, port = h, p
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", usageErrorf("--publish-cllama %q: want [HOST:]PORT with PORT from 1 to 65535, e.g. 18080 or 127.0.0.1:18080", v)
+		return "", usageErrorf("%s %q: want [HOST:]PORT with PORT from 1 to 65535, e.g. 18080 or 127.0.0.1:18080", flag, v)
 	}
 	if ip := net.ParseIP(host); ip == nil || ip.To4() == nil {
-		return "", usageErrorf("--publish-cllama %q: HOST must be an IPv4 address, e.g. 127.0.0.1 (the default) or 0.0.0.0", v)
+		return "", usageErrorf("%s %q: HOST must be an IPv4 address, e.g. 127.0.0.1 (the default) or 0.0.0.0", flag, v)
 	}
 	return host + ":" + port, nil
 }
@@ -112,18 +116,25 @@ func lockPod(f *Factory, dir, what string) (func(), error) {
 func compileLoaded(ctx context.Context, f *Factory, p *pod.Pod, o *BuildOptions) (*compile.Result, *compile.Staged, error) {
 	opts := compile.Options{CllamaImage: o.CllamaImage}
 	if o.PublishCllama != "" {
-		addr, err := publishAddress(o.PublishCllama)
+		addr, err := publishAddress("--publish-cllama", o.PublishCllama)
 		if err != nil {
 			return nil, nil, err
 		}
 		opts.PublishCllama = addr
 	}
 	if o.PublishMetrics != "" {
-		addr, err := publishAddress(o.PublishMetrics)
+		addr, err := publishAddress("--publish-metrics", o.PublishMetrics)
 		if err != nil {
 			return nil, nil, err
 		}
 		opts.PublishMetrics = addr
+	}
+	if o.PublishAdmin != "" {
+		addr, err := publishAddress("--publish-admin", o.PublishAdmin)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.PublishAdmin = addr
 	}
 	if o.Images && f.Images != nil {
 		opts.Images = f.Images()

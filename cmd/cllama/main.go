@@ -127,6 +127,14 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		return err
 	}
 	defer srv.Close()
+	if st.admin != nil {
+		// The operator's console (docs/console.md) on the admin listener.
+		stopConsole, err := startConsole(ctx, cfg, st, srv, st.admin, st.admin.TokenMatches, st.admin.Bearer, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopConsole()
+	}
 	ln = framingListener{ln}
 	hs := &http.Server{
 		Handler:     closeAmbiguous(srv),
@@ -169,6 +177,21 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 			}
 		}()
 		fmt.Fprintf(stderr, "cllama: metrics on http://%s/metrics\n", mln.Addr())
+	}
+	if st.admin != nil {
+		aln, err := net.Listen("tcp", cfg.AdminAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w (CLLAMA_ADMIN_ADDR)", cfg.AdminAddr, err)
+		}
+		as := &http.Server{Handler: st.admin, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10}
+		defer as.Close()
+		go func() {
+			if err := as.Serve(aln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("admin listener: %w", err)
+			}
+		}()
+		fmt.Fprintf(stderr, "cllama: admin listener on %s (operator token required)\n", aln.Addr())
+		fmt.Fprintf(stderr, "cllama: console on http://%s/\n", aln.Addr())
 	}
 	select {
 	case err := <-errc:

@@ -5,14 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/clawdapus/clawgo/internal/admin"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/broker"
 	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/metrics"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -21,6 +26,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/sharedstate"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/version"
+	"github.com/redis/go-redis/v9"
 )
 
 var flagHelp = flag.ErrHelp
@@ -41,9 +47,24 @@ type stages struct {
 	metrics *metrics.Sink
 	// replica names this replica's history files ("" for history.jsonl).
 	replica string
+	// pod is the pod-wide settings (<auth>/pod.json).
+	pod *manifest.Pod
+	// alerts is the pod's webhook (alerts.Discard without one); webhook
+	// the same when it is one, to stop it.
+	alerts  alerts.Sink
+	webhook *alerts.Webhook
+	// admin is the operator's listener, when CLLAMA_ADMIN_ADDR is set.
+	admin *admin.Server
 }
 
 func (s *stages) Close() error {
+	if s.webhook != nil {
+		// Give the events of the last moments a chance to leave.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.webhook.Flush(ctx)
+		cancel()
+		s.webhook.Close()
+	}
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
@@ -60,7 +81,10 @@ func (s *stages) Close() error {
 }
 
 func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages, error) {
-	st := &stages{}
+	st := &stages{alerts: alerts.Discard}
+	if err := st.wireOperator(cfg, stderr); err != nil {
+		return nil, err
+	}
 	if cfg.HistoryDir != "" {
 		opts, err := history.ParseSync(cfg.HistoryFsync)
 		if err != nil {
@@ -88,13 +112,14 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		st.history = hw
 	}
 	var shared mediate.ContinuityStore
+	var redisClient *redis.Client
 	if cfg.StateURL != "" {
 		c, err := sharedstate.Open(context.Background(), cfg.StateURL)
 		if err != nil {
 			_ = st.Close()
 			return nil, err
 		}
-		st.redis = c
+		st.redis, redisClient = c, c
 		shared = sharedstate.NewContinuity(c, sharedstate.ContinuityOptions{Pod: cfg.Pod, MaxEntryBytes: cfg.ContinuityMaxEntryBytes})
 		st.owners = sharedstate.NewOwners(c, cfg.Pod, 0)
 		fmt.Fprintln(stderr, "cllama: continuity shared in Redis (CLLAMA_STATE_URL)")
@@ -108,9 +133,17 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		hist = st.history
 	}
 	st.rec = recorder.New(aud, hist)
-	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP})
+	results, err := openResults(cfg, redisClient, stderr)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	// The executor reads a service's answer up to the bound of one kept
+	// result: what is over a tool's cap is kept, not lost.
+	st.executor = toolexec.New(toolexec.Options{NetHTTP: cfg.UpstreamClient == proxy.UpstreamNetHTTP,
+		MaxResponseBytes: max(toolexec.DefaultMaxResponseBytes, results.Limits().MaxResultBytes)})
 	med, err := mediate.New(mediate.Options{Runner: st.executor, Recorder: st.rec, StateDir: cfg.ContinuityDir(), Continuity: shared,
-		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes})
+		ContinuityMaxBytes: cfg.ContinuityMaxBytes, ContinuityMaxEntryBytes: cfg.ContinuityMaxEntryBytes, Results: results})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("mediation state %s: %w (set CLLAMA_STATE_DIR to a writable directory)", cfg.ContinuityDir(), err)
@@ -126,8 +159,10 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	decorator := feeds.New(feeds.Options{Recorder: st.rec})
 	st.broker = broker.New(broker.Options{Runner: st.executor, Recorder: st.rec, Pod: cfg.Pod, Feeds: decorator.Cached,
 		MaxSessionsPerAgent: cfg.MCPMaxSessions, SessionIdle: cfg.MCPSessionIdle, MaxCallsPerAgent: cfg.MaxAgentConcurrency,
-		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama")})
+		MaxRequestBytes: cfg.MCPMaxBodyBytes, Version: version.String("cllama"), Results: results})
 	st.opts = proxy.Options{
+		Admin:     st.admin,
+		Alerts:    st.alerts,
 		Broker:    st.broker,
 		Owners:    st.owners,
 		Recorder:  st.rec,
@@ -136,4 +171,41 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		Mediator:  med,
 	}
 	return st, nil
+}
+
+// wireOperator reads the pod-wide settings and builds what serves the
+// operator: the alert webhook and the admin listener's routes.
+func (st *stages) wireOperator(cfg proxy.Config, stderr io.Writer) error {
+	pod, err := manifest.ReadPod(cfg.AuthDir)
+	if err != nil {
+		return fmt.Errorf("%w (CLAW_AUTH_DIR %s; recompile the pod with claw compile)", err, cfg.AuthDir)
+	}
+	st.pod = pod
+	if pod.Alerts != nil {
+		name := pod.Name
+		if name == "" {
+			name = cfg.Pod
+		}
+		st.webhook = alerts.NewWebhook(pod.Alerts, name, alerts.Options{})
+		st.alerts = st.webhook
+		fmt.Fprintln(stderr, "cllama: alerts go to the pod's webhook (x-claw.alerts)")
+	}
+	if cfg.AdminAddr == "" {
+		return nil
+	}
+	token := cfg.AdminToken
+	if cfg.AdminTokenFile != "" {
+		if token, err = admin.ReadToken(cfg.AdminTokenFile); err != nil {
+			return err
+		}
+	}
+	if st.admin, err = admin.New(token); err != nil {
+		return fmt.Errorf("CLLAMA_ADMIN_TOKEN(_FILE): %w", err)
+	}
+	// What an operator's client checks its token and address with.
+	about := map[string]string{"pod": cfg.Pod, "version": version.String("cllama")}
+	st.admin.Handle("GET /api/pod", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		admin.WriteJSON(w, http.StatusOK, about)
+	}))
+	return nil
 }

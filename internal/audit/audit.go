@@ -24,6 +24,13 @@ const (
 	// it opened: File, Offset (where the file now ends) and Bytes (how
 	// many were cut); ClawID for an agent's session history.
 	TypeFileRepaired = "file_repaired"
+	// TypeResultStored reports a tool result over its cap kept whole
+	// behind a handle: Tool, Bytes (its size) and Handle.
+	TypeResultStored = "result_stored"
+	// TypeResultRead reports a read of a kept result (claw.read_result):
+	// Handle, the range (Offset, Length) or the Pattern, and Bytes (the
+	// result's bytes the answer held).
+	TypeResultRead = "result_read"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -88,6 +95,11 @@ type Event struct {
 	// file_repaired: the file and the offset it was cut at.
 	File   string `json:"file,omitempty"`
 	Offset *int64 `json:"offset,omitempty"`
+
+	// result_stored, result_read: the handle, and what a read asked for.
+	Handle  string `json:"handle,omitempty"`
+	Length  *int64 `json:"length,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // FileRepaired is the file_repaired event of a cut: n bytes were cut off

@@ -65,6 +65,11 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 	if e.Offset != nil {
 		b = strconv.AppendInt(append(b, `,"offset":`...), *e.Offset, 10)
 	}
+	b = appendString(b, `,"handle":`, e.Handle, true)
+	if e.Length != nil {
+		b = strconv.AppendInt(append(b, `,"length":`...), *e.Length, 10)
+	}
+	b = appendString(b, `,"pattern":`, e.Pattern, true)
 	return append(b, '}'), nil
 }
 

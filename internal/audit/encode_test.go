@@ -35,6 +35,11 @@ func FuzzAppendEvent(f *testing.F) {
 			if lat >= 0 {
 				e.Offset = &lat
 			}
+		} else { // result_stored and result_read's fields, from the others'
+			e.Handle, e.Pattern = feed, route
+			if lat >= 0 {
+				e.Length = &lat
+			}
 		}
 		want, werr := json.Marshal(e)
 		got, gerr := appendEvent(nil, &e)

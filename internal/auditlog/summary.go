@@ -12,7 +12,7 @@ import (
 
 // Types are the event types cllama emits, for validating --type.
 var Types = []string{audit.TypeRequest, audit.TypeResponse, audit.TypeError, audit.TypeToolCall, audit.TypeFeedFetch, audit.TypeManifestError,
-	audit.TypeFileRepaired}
+	audit.TypeFileRepaired, audit.TypeResultStored, audit.TypeResultRead}
 
 // Filter selects records. The zero value selects everything.
 type Filter struct {

@@ -33,6 +33,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/resultstore"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -86,6 +87,11 @@ type Options struct {
 	Now func() time.Time
 	// Version is announced as the server's version.
 	Version string
+	// Results, when set, keeps native results over the cap whole behind a
+	// handle (a resource_link claw-result://<handle> beside the head) and
+	// lists claw.read_result for every agent with a native tool; nil cuts
+	// such results.
+	Results resultstore.Store
 }
 
 // Broker serves MCP for every agent. It is safe for concurrent use.

@@ -63,11 +63,12 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 		callCtx = trace.ContextWithSpanContext(callCtx, trace.SpanContextFromContext(hctx))
 	}
 	ctx = callCtx
-	tool, ok := a.NativeTool(name)
+	tool, ok := as.b.nativeTool(a, name)
 	var (
 		env     toolexec.Envelope
 		latency int64
 		args    json.RawMessage
+		kept    *toolcall.Kept
 	)
 	switch {
 	case !ok:
@@ -96,18 +97,19 @@ func (as *agentServer) handle(ctx context.Context, req *mcp.CallToolRequest) (*m
 			if a.Tools != nil {
 				policy = a.Tools.Policy.WithDefaults()
 			}
-			out := toolcall.Run(ctx, b.o.Runner, toolcall.Call{Agent: a, Tool: tool, Arguments: args, Policy: policy, Mode: manifest.ModeNative}, b.o.Now,
+			out := toolcall.Run(ctx, b.o.Runner, toolcall.Call{Agent: a, Tool: tool, Arguments: args, Policy: policy, Mode: manifest.ModeNative,
+				Results: b.results(as.id, sessionID(req))}, b.o.Now,
 				func(p any) {
 					b.rec.Emit(audit.Event{Type: audit.TypeError, ClawID: as.id, RequestID: id, Format: history.FormatMCP, Error: fmt.Sprintf("tool runner panic: %v", p)})
 				})
 			<-as.calls
-			env, latency = out.Envelope, out.LatencyMS
+			env, latency, kept = out.Envelope, out.LatencyMS, out.Kept
 		default:
 			env = toolexec.Fail(toolexec.CodeTooManyCalls, fmt.Sprintf("not executed: this agent already has %d native tool calls in progress, the most cllama runs at once per agent; retry when one has finished", b.o.MaxCallsPerAgent), 0)
 		}
 	}
 	res := result(tool, env)
-	as.record(id, start, name, tool, args, env, latency, res)
+	as.record(id, start, name, tool, args, env, latency, res, kept)
 	return res, nil
 }
 
@@ -132,6 +134,9 @@ func result(tool *manifest.Tool, env toolexec.Envelope) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(toolcall.Encode(env))}}, IsError: !env.OK}
 	if env.OK && !env.Truncated && tool != nil && len(tool.OutputSchema) > 0 && len(env.Data) > 0 {
 		res.StructuredContent = env.Data
+	}
+	if env.ResultHandle != "" {
+		res.Content = append(res.Content, resultLink(env))
 	}
 	return res
 }

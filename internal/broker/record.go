@@ -19,12 +19,15 @@ import (
 
 // record writes the call's audit event and history entry: the fields of
 // a mediated call, mode native.
-func (as *agentServer) record(id string, start time.Time, name string, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64, res *mcp.CallToolResult) {
+func (as *agentServer) record(id string, start time.Time, name string, tool *manifest.Tool, args json.RawMessage, env toolexec.Envelope, latency int64, res *mcp.CallToolResult, kept *toolcall.Kept) {
 	b := as.b
 	f := toolcall.Fact{Agent: as.id, RequestID: id, Format: history.FormatMCP, Mode: manifest.ModeNative,
-		Name: name, Tool: tool, Arguments: args, Envelope: env, LatencyMS: latency}
+		Name: name, Tool: tool, Arguments: args, Envelope: env, LatencyMS: latency, Kept: kept}
 	tc := f.Trace()
 	b.rec.Emit(f.Event())
+	if e, ok := f.KeptEvent(); ok {
+		b.rec.Emit(e)
+	}
 	if !b.rec.HistoryOn() && !b.rec.HasSinks() {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/toolcall"
 )
 
 // The tool list: each agent's MCP server lists its native tools, under
@@ -33,6 +34,11 @@ func (as *agentServer) sync(a *agentctx.Agent) {
 			continue
 		}
 		defs = append(defs, d)
+	}
+	if name := as.b.readName(a); name != "" {
+		if d, err := definition(toolcall.ReadResult, name); err == nil {
+			defs = append(defs, d)
+		}
 	}
 	digest, _ := json.Marshal(defs)
 	if bytes.Equal(digest, as.digest) {

@@ -319,6 +319,7 @@ func (b *builder) policy(svc *pod.Service) (manifest.Policy, error) {
 	apply(&p.MaxToolCallsPerRound, pp.MaxToolCallsPerRound, sp.MaxToolCallsPerRound)
 	apply(&p.MaxToolCallsPerTurn, pp.MaxToolCallsPerTurn, sp.MaxToolCallsPerTurn)
 	apply(&p.MaxParallelCalls, pp.MaxParallel, sp.MaxParallel)
+	apply(&p.ResultTTLMS, pp.ResultTTLMS, sp.ResultTTLMS)
 	p = p.WithDefaults()
 	if p.TotalTimeoutMS < p.TimeoutPerToolMS {
 		// Valid: the total governs, each call capped at what is left of

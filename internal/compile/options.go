@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/clawdapus/clawgo/internal/capability"
+	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
 // DefaultCllamaImage is the cllama image used when neither Options nor the
@@ -13,16 +14,21 @@ const DefaultCllamaImage = "clawgo/cllama:latest"
 
 // Output locations, relative to the pod directory.
 const (
-	RuntimeDir     = ".claw-runtime"
-	ContextDir     = ".claw-runtime/context"
-	AuthDir        = ".claw-auth"
-	ProvidersFile  = ".claw-auth/providers.json"
-	GeneratedFile  = "compose.generated.yml"
-	CllamaService  = "cllama"
-	InternalNet    = "claw-internal"
-	HistoryVolume  = "claw-session-history"
-	CllamaPort     = 8080
-	defaultFeedTTL = capability.DefaultFeedTTL
+	RuntimeDir    = ".claw-runtime"
+	ContextDir    = ".claw-runtime/context"
+	AuthDir       = ".claw-auth"
+	ProvidersFile = ".claw-auth/providers.json"
+	// PodSettingsFile is the pod-wide settings cllama reads (manifest.Pod).
+	PodSettingsFile = ".claw-auth/" + manifest.PodFile
+	// OperatorTokenFile is the operator token cllama's admin listener
+	// requires (approvals, the console); never mounted into an agent.
+	OperatorTokenFile = ".claw-auth/operator-token"
+	GeneratedFile     = "compose.generated.yml"
+	CllamaService     = "cllama"
+	InternalNet       = "claw-internal"
+	HistoryVolume     = "claw-session-history"
+	CllamaPort        = 8080
+	defaultFeedTTL    = capability.DefaultFeedTTL
 )
 
 // Options configures Build. The zero value reads no images, uses
@@ -48,6 +54,10 @@ type Options struct {
 	// CLLAMA_METRICS_ADDR) and publishes them on the host at this
 	// "<ip>:<port>" (claw up --publish-metrics).
 	PublishMetrics string
+	// PublishAdmin is where the host publishes cllama's admin listener:
+	// "<ip>:<port>", or "<ip>:" for a free port; empty means
+	// DefaultPublishAdmin (claw up --publish-admin).
+	PublishAdmin string
 	// KeepTokens, when non-nil, supplies previous tokens by agent id instead
 	// of reading them from the pod directory (tests).
 	KeepTokens map[string]string
@@ -55,6 +65,13 @@ type Options struct {
 
 // MetricsPort is where cllama serves metrics when claw turns them on.
 const MetricsPort = 9090
+
+// AdminPort is where cllama serves its admin listener in the pod.
+const AdminPort = 8081
+
+// DefaultPublishAdmin publishes the admin listener on the host's
+// loopback at a free port (claw up prints it).
+const DefaultPublishAdmin = "127.0.0.1:"
 
 // RunnerDir holds, per agent, what claw gives the agent's runner itself
 // (<agent-id>/mcp.json for an agent with native tools), relative to the

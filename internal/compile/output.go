@@ -2,6 +2,7 @@ package compile
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -74,6 +75,47 @@ func (b *builder) token(id string) (string, error) {
 	return id + ":" + hex.EncodeToString(buf), nil
 }
 
+// podSettings is pod.json: the settings cllama applies to the whole pod.
+func (b *builder) podSettings() manifest.Pod {
+	return manifest.Pod{Version: manifest.PodVersion, Name: b.pod.Name, Alerts: b.pod.Claw.Alerts}
+}
+
+// podSettingsDigest names the content of pod.json in cllama's
+// environment, so that compose recreates cllama (which reads the file as
+// it starts) when it changes. It is a digest: the file holds a secret.
+func (b *builder) podSettingsDigest() (string, error) {
+	data, err := manifest.MarshalIndentJSON(b.podSettings())
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// operatorTokenPattern is an operator token: 32 random bytes in hex.
+var operatorTokenPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// operatorToken returns the operator token of cllama's admin listener,
+// keeping the staged or live one so a recompile does not log the
+// operator out.
+func (b *builder) operatorToken() (string, error) {
+	if b.opts.KeepTokens == nil {
+		for _, p := range []string{StagedOperatorTokenFile, OperatorTokenFile} {
+			data, err := os.ReadFile(filepath.Join(b.pod.Dir, filepath.FromSlash(p)))
+			if tok := strings.TrimSpace(string(data)); err == nil && operatorTokenPattern.MatchString(tok) {
+				return tok, nil
+			}
+		}
+	} else if tok, ok := b.opts.KeepTokens[OperatorTokenFile]; ok {
+		return tok, nil
+	}
+	buf := make([]byte, 32)
+	if _, err := io.ReadFull(b.opts.Rand, buf); err != nil {
+		return "", fmt.Errorf("generating the operator token: %w", err)
+	}
+	return hex.EncodeToString(buf), nil
+}
+
 // contextFiles are the output files but the compose file: every agent's
 // context, the runners' own files and providers.json, sorted by path.
 func (b *builder) contextFiles(agents []*Agent, providers *manifest.Providers) ([]File, error) {
@@ -134,6 +176,14 @@ func (b *builder) contextFiles(agents []*Agent, providers *manifest.Providers) (
 		}
 	}
 	if err := addJSON(ProvidersFile, modeSecret, providers); err != nil {
+		return nil, err
+	}
+	operator, err := b.operatorToken()
+	if err != nil {
+		return nil, err
+	}
+	add(OperatorTokenFile, modeSecret, []byte(operator+"\n"))
+	if err := addJSON(PodSettingsFile, modeSecret, b.podSettings()); err != nil {
 		return nil, err
 	}
 	sortFiles(out.Files)

@@ -271,6 +271,14 @@ func (b *builder) cllamaPlan() (*CllamaPlan, error) {
 		}
 		c.Publish = append(c.Publish, Published{Host: pub, Port: port})
 	}
+	if err := b.cllamaAdmin(c); err != nil {
+		return nil, err
+	}
+	digest, err := b.podSettingsDigest()
+	if err != nil {
+		return nil, err
+	}
+	setEnv(&c.Env, "CLAW_POD_SETTINGS", digest, "")
 	interval, timeout, start, retries := cllamaHealthInterval, cllamaHealthTimeout, cllamaHealthStartPeriod, uint64(cllamaHealthRetries)
 	c.Health = HealthCheck{HTTPPath: cllamaHealthPath, Interval: &interval, Timeout: &timeout, StartPeriod: &start, Retries: &retries}
 	c.HealthSet = cd.HealthcheckOff || cd.Healthcheck != nil
@@ -295,6 +303,32 @@ func (b *builder) cllamaPlan() (*CllamaPlan, error) {
 		}
 	}
 	return c, nil
+}
+
+// cllamaAdmin turns cllama's admin listener on (at AdminPort, unless
+// x-claw.cllama-defaults.env sets CLLAMA_ADMIN_ADDR) with the operator
+// token from the auth directory, and publishes it on the host.
+func (b *builder) cllamaAdmin(c *CllamaPlan) error {
+	port := AdminPort
+	if set := Var(c.Env, "CLLAMA_ADMIN_ADDR"); set != nil && set.Value != "" {
+		_, p, err := net.SplitHostPort(set.Value)
+		n, perr := strconv.Atoi(p)
+		if err != nil || perr != nil {
+			return fmt.Errorf("%s: x-claw.cllama-defaults.env.CLLAMA_ADMIN_ADDR: %q is not [HOST]:PORT; fix it, or remove it for the default :%d", b.pod.File, set.Value, AdminPort)
+		}
+		port = n
+	} else {
+		setEnv(&c.Env, "CLLAMA_ADMIN_ADDR", fmt.Sprintf(":%d", AdminPort), "")
+	}
+	if set := Var(c.Env, "CLLAMA_ADMIN_TOKEN"); set == nil || set.Value == "" {
+		setEnv(&c.Env, "CLLAMA_ADMIN_TOKEN_FILE", cllamaAuthMount+"/"+path.Base(OperatorTokenFile), "")
+	}
+	pub := b.opts.PublishAdmin
+	if pub == "" {
+		pub = DefaultPublishAdmin
+	}
+	c.Publish = append(c.Publish, Published{Host: pub, Port: port})
+	return nil
 }
 
 // cllamaDrain is cllama's default drain on SIGTERM (its

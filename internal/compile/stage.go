@@ -55,6 +55,10 @@ const (
 	// ProvidersFile hold once the compile is applied.
 	StagedContextDir    = StagingDir + "/context"
 	StagedProvidersFile = StagingDir + "/auth/providers.json"
+	// StagedPodSettingsFile, StagedOperatorTokenFile: what
+	// PodSettingsFile and OperatorTokenFile hold once applied.
+	StagedPodSettingsFile   = StagingDir + "/auth/" + manifest.PodFile
+	StagedOperatorTokenFile = StagingDir + "/auth/operator-token"
 	// StagedRunnerDir is what RunnerDir holds once the compile is applied.
 	StagedRunnerDir = StagingDir + "/runner"
 	// RecordFile describes the staged compile (Record).
@@ -117,6 +121,12 @@ func Stage(dir string, res *Result) (*Staged, error) {
 			staged = append(staged, f)
 		case f.Path == ProvidersFile:
 			f.Path = StagedProvidersFile
+			staged = append(staged, f)
+		case f.Path == PodSettingsFile:
+			f.Path = StagedPodSettingsFile
+			staged = append(staged, f)
+		case f.Path == OperatorTokenFile:
+			f.Path = StagedOperatorTokenFile
 			staged = append(staged, f)
 		case strings.HasPrefix(f.Path, ContextDir+"/"):
 			f.Path = StagedContextDir + strings.TrimPrefix(f.Path, ContextDir)
@@ -181,11 +191,14 @@ type Applied struct {
 	Changed, Added, Removed []string
 	// Providers is true when the provider configuration changed.
 	Providers bool
+	// PodSettings is true when the pod-wide settings (pod.json) changed:
+	// cllama reads them as it starts, so it must be restarted.
+	PodSettings bool
 }
 
 // Empty reports whether Apply changed nothing.
 func (a *Applied) Empty() bool {
-	return len(a.Changed)+len(a.Added)+len(a.Removed) == 0 && !a.Providers
+	return len(a.Changed)+len(a.Added)+len(a.Removed) == 0 && !a.Providers && !a.PodSettings
 }
 
 // Apply makes the staged compile in the pod directory dir the live one
@@ -237,6 +250,18 @@ func Apply(dir string) (*Applied, error) {
 			return nil, err
 		}
 		out.Providers = true
+	}
+	if changes.podSettings != nil {
+		if err := writeFiles(dir, []File{*changes.podSettings}); err != nil {
+			return nil, err
+		}
+		out.PodSettings = true
+	}
+	// The operator token changes only where there was none.
+	if changes.operatorToken != nil {
+		if err := writeFiles(dir, []File{*changes.operatorToken}); err != nil {
+			return nil, err
+		}
 	}
 	if len(changes.runnerChanged) > 0 {
 		// Written in place: a runner reads its file when its container
@@ -293,6 +318,9 @@ func Pending(dir string) ([]string, error) {
 	if p.providers != nil {
 		out = append(out, "providers")
 	}
+	if p.podSettings != nil {
+		out = append(out, "pod settings")
+	}
 	return out, nil
 }
 
@@ -304,6 +332,9 @@ type changeSet struct {
 	// providers is the staged providers.json (at its live path) when it
 	// differs from the live one.
 	providers *File
+	// podSettings is the staged pod.json likewise, operatorToken the
+	// staged operator token.
+	podSettings, operatorToken *File
 	// runner is every staged runner file at its live path; runnerChanged
 	// the agents whose live runner files differ (changed, added or gone).
 	runner        []File
@@ -360,21 +391,36 @@ func changesOf(dir string) (*changeSet, error) {
 	if p.runner, p.runnerChanged, err = runnerChanges(dir); err != nil {
 		return nil, err
 	}
-	stagedProv := filepath.Join(dir, filepath.FromSlash(StagedProvidersFile))
-	data, err := os.ReadFile(stagedProv)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	if p.providers, err = authChange(dir, StagedProvidersFile, ProvidersFile); err != nil {
 		return nil, err
-	default:
-		livePath := filepath.Join(dir, filepath.FromSlash(ProvidersFile))
-		old, oerr := os.ReadFile(livePath)
-		st, serr := os.Stat(livePath)
-		if oerr != nil || serr != nil || !bytes.Equal(old, data) || st.Mode().Perm() != modeSecret {
-			p.providers = &File{Path: ProvidersFile, Data: data, Mode: modeSecret}
-		}
+	}
+	if p.podSettings, err = authChange(dir, StagedPodSettingsFile, PodSettingsFile); err != nil {
+		return nil, err
+	}
+	if p.operatorToken, err = authChange(dir, StagedOperatorTokenFile, OperatorTokenFile); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// authChange returns the staged auth file at staged as the file to write
+// at its live path, when it differs from the live one in bytes or mode;
+// nil when it is the same or nothing is staged there.
+func authChange(dir, staged, livePath string) (*File, error) {
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(staged)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	full := filepath.Join(dir, filepath.FromSlash(livePath))
+	old, oerr := os.ReadFile(full)
+	st, serr := os.Stat(full)
+	if oerr != nil || serr != nil || !bytes.Equal(old, data) || st.Mode().Perm() != modeSecret {
+		return &File{Path: livePath, Data: data, Mode: modeSecret}, nil
+	}
+	return nil, nil
 }
 
 // runnerChanges reads the staged runner files (at their live paths) and

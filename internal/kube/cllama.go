@@ -31,7 +31,14 @@ func (r *renderer) cllama(c *compile.CllamaPlan) error {
 	if !ok {
 		return fmt.Errorf("kube: the compile result has no %s", compile.ProvidersFile)
 	}
-	r.secret(CllamaProviders, objLabels, map[string][]byte{path.Base(compile.ProvidersFile): providers.Data})
+	auth := map[string][]byte{path.Base(compile.ProvidersFile): providers.Data}
+	// The pod-wide settings and the operator token live beside it.
+	for _, name := range []string{compile.PodSettingsFile, compile.OperatorTokenFile} {
+		if f, ok := r.files[name]; ok {
+			auth[path.Base(name)] = f.Data
+		}
+	}
+	r.secret(CllamaProviders, objLabels, auth)
 
 	// Each agent's credentials under /claw/context/<agent-id>/, from its
 	// own Secret; only agents that use cllama are known to it.

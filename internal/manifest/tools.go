@@ -169,6 +169,10 @@ type Policy struct {
 	// MaxParallelCalls bounds how many parallel-safe calls of one model
 	// response run at the same time (1 runs every call alone).
 	MaxParallelCalls int `json:"max_parallel_calls"`
+	// ResultTTLMS is how long the handle of a result kept whole (over
+	// max_tool_result_bytes) stays readable; 0 takes cllama's default
+	// (1h). Pod key x-claw.tool-policy.result-ttl.
+	ResultTTLMS int `json:"result_ttl_ms,omitempty"`
 }
 
 // DefaultPolicy returns the spec's defaults.
@@ -223,6 +227,9 @@ func (p Policy) Validate(prefix string) error {
 		if f.v <= 0 {
 			return fmt.Errorf("%s.%s: must be > 0, got %d", prefix, f.name, f.v)
 		}
+	}
+	if p.ResultTTLMS < 0 {
+		return fmt.Errorf("%s.result_ttl_ms: must be >= 0 (0: the default), got %d", prefix, p.ResultTTLMS)
 	}
 	// A total_timeout_ms below timeout_per_tool_ms is no contradiction:
 	// every call runs within what is left of the turn's total, so the
@@ -296,6 +303,7 @@ func ParseTools(data []byte) (*Tools, error) {
 			MaxToolCallsPerRound *int `json:"max_tool_calls_per_round"`
 			MaxToolCallsPerTurn  *int `json:"max_tool_calls_per_turn"`
 			MaxParallelCalls     *int `json:"max_parallel_calls"`
+			ResultTTLMS          *int `json:"result_ttl_ms"`
 		}
 		if err := decodeOne(raw.Policy, &p); err != nil {
 			return nil, fmt.Errorf("tools.json: policy: %w", err)
@@ -312,6 +320,7 @@ func ParseTools(data []byte) (*Tools, error) {
 		set(&m.Policy.MaxToolCallsPerRound, p.MaxToolCallsPerRound)
 		set(&m.Policy.MaxToolCallsPerTurn, p.MaxToolCallsPerTurn)
 		set(&m.Policy.MaxParallelCalls, p.MaxParallelCalls)
+		set(&m.Policy.ResultTTLMS, p.ResultTTLMS)
 	}
 	if err := m.Policy.Validate("tools.json: policy"); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/snapcache"
+	"github.com/clawdapus/clawgo/internal/toolcall"
 	"github.com/clawdapus/clawgo/internal/toolname"
 	"github.com/clawdapus/clawgo/internal/wire"
 )
@@ -25,6 +26,10 @@ type catalog struct {
 	// by the alias they would have had: never presented to the model,
 	// refused with a pointer to /mcp when the model calls one anyway.
 	nativeMode map[string]*manifest.Tool
+	// readAlias is the built-in claw.read_result's alias, readDefs its
+	// definition by format name (offered only where a handle is held).
+	readAlias string
+	readDefs  map[string]json.RawMessage
 }
 
 // catalogCache maps a manifest snapshot to its catalog, for as long as
@@ -72,6 +77,18 @@ func buildCatalog(t *manifest.Tools, formats []wire.ToolLoop) (*catalog, error) 
 		c.alias[tool.Name] = a
 		c.byAlias[a] = tool
 	}
+	c.readAlias = toolname.Readable(toolcall.ReadResult.Name)
+	if _, taken := c.byAlias[c.readAlias]; taken {
+		c.readAlias = toolname.Salted(toolcall.ReadResult.Name, "builtin:")
+	}
+	c.readDefs = make(map[string]json.RawMessage, len(formats))
+	for _, f := range formats {
+		d, err := f.ToolDefinition(c.readAlias, toolcall.ReadResult.Description, toolcall.ReadResult.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("built-in tool %s: %v", toolcall.ReadResult.Name, err)
+		}
+		c.readDefs[f.Name()] = d
+	}
 	for _, f := range formats {
 		defs := make([]json.RawMessage, 0, len(c.tools))
 		for _, tool := range c.tools {
@@ -117,6 +134,38 @@ type presentation struct {
 	natives   map[string]bool
 	// withheld are managed tools tool policy keeps out of this request.
 	withheld map[string]bool
+	// read is claw.read_result's definition under readName once offered
+	// (the conversation holds a handle), else nil.
+	read     json.RawMessage
+	readName string
+}
+
+// offerRead presents claw.read_result from now on; it reports whether
+// it was not presented yet.
+func (p *presentation) offerRead(f wire.ToolLoop) (bool, error) {
+	if p.read != nil {
+		return false, nil
+	}
+	p.readName = p.c.readAlias
+	p.read = p.c.readDefs[f.Name()]
+	if p.natives[p.readName] {
+		// The runner has a tool of that name: the built-in takes another.
+		p.readName = toolname.Salted(toolcall.ReadResult.Name, "runner-collision:")
+		d, err := f.ToolDefinition(p.readName, toolcall.ReadResult.Description, toolcall.ReadResult.InputSchema)
+		if err != nil {
+			return false, err
+		}
+		p.read = d
+	}
+	return true, nil
+}
+
+// extra are the built-in definitions presented besides the managed tools.
+func (p *presentation) extra() []json.RawMessage {
+	if p.read == nil {
+		return nil
+	}
+	return []json.RawMessage{p.read}
 }
 
 // withhold presents every managed tool but the named ones.
@@ -163,6 +212,9 @@ func (c *catalog) present(f wire.ToolLoop, nativeNames []string) (*presentation,
 
 // name is the presented name of a managed tool.
 func (p *presentation) name(canonical string) string {
+	if canonical == toolcall.ReadResult.Name && p.read != nil {
+		return p.readName
+	}
 	if a, ok := p.alias[canonical]; ok {
 		return a
 	}
@@ -175,6 +227,9 @@ func (p *presentation) name(canonical string) string {
 func (p *presentation) owner(name string) (tool *manifest.Tool, native bool) {
 	if t, ok := p.byName[name]; ok {
 		return t, false
+	}
+	if p.read != nil && name == p.readName {
+		return toolcall.ReadResult, false
 	}
 	if p.natives[name] {
 		return nil, true

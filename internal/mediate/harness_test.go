@@ -18,6 +18,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/resultstore"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,6 +58,9 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		http.Error(w, `{"error":{"message":"script exhausted"}}`, http.StatusTeapot)
 		return
+	}
+	if s.Dyn != nil {
+		s = s.Dyn(u.kit.decodeUpstream(u.t, body))
 	}
 	if s.Hold {
 		<-r.Context().Done()
@@ -244,6 +248,8 @@ type harnessOptions struct {
 	maxEntryBytes int64
 	// continuity replaces the store opened from stateDir.
 	continuity ContinuityStore
+	// results keeps results over the cap (nil: they are cut).
+	results resultstore.Store
 }
 
 func newHarness(t *testing.T, k kit, o harnessOptions) *harness {
@@ -275,7 +281,7 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 		_ = h.med.Close() // a restart: the old one lets go of the state directory
 	}
 	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
-		RetryBaseDelay: time.Millisecond})
+		RetryBaseDelay: time.Millisecond, Results: o.results})
 	if err != nil {
 		h.t.Fatal(err)
 	}

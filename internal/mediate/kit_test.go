@@ -43,6 +43,9 @@ type step struct {
 	Hold   bool   // wait until the request is canceled
 	// RetryAfter is the Retry-After header of a non-2xx step.
 	RetryAfter string
+	// Dyn, when set, makes the step from the request it answers (a call
+	// naming what an earlier result said).
+	Dyn func(req upReq) step
 }
 
 // upReq is what the upstream received.

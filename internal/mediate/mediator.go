@@ -36,6 +36,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"github.com/clawdapus/clawgo/internal/resultstore"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
@@ -94,6 +95,10 @@ type Options struct {
 	RetryMaxDelay  time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Results, when set, keeps managed results over the cap whole behind
+	// a handle the model reads with claw.read_result (internal/toolcall);
+	// nil cuts them.
+	Results resultstore.Store
 }
 
 // canonCacheSize bounds the canonical-message memo and the chain-step

@@ -56,6 +56,9 @@ func (t *turn) playRound(ctx, parent context.Context, resp *wire.Response, p own
 		}
 		for _, batch := range batches(calls) {
 			t.runBatch(ctx, batch, start)
+			if fail := t.holdKept(batch); fail != nil {
+				return fail
+			}
 			for i := range batch {
 				tc, res := t.answer(round, &batch[i])
 				trace = append(trace, tc)
@@ -112,6 +115,8 @@ type pending struct {
 	start   time.Duration
 	// dupRound and dupCount are set on a duplicate (seenCall).
 	dupRound, dupCount int
+	// kept is what the run did with a kept result (store or read).
+	kept *toolcall.Kept
 }
 
 // parallel reports whether p runs and may overlap other such runs.
@@ -217,9 +222,10 @@ func (t *turn) runBatch(ctx context.Context, batch []pending, roundStart time.Ti
 			p.env = toolexec.Fail(toolexec.CodeCanceled, "not executed: the turn ended (the caller went away or total_timeout_ms elapsed) before the call started", 0)
 			return
 		}
-		out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy, Mode: manifest.ModeMediated}, t.m.opt.Now,
+		out := toolcall.Run(ctx, t.m.opt.Runner, toolcall.Call{Agent: t.x.Agent, Tool: p.tool, Arguments: p.runArgs, Policy: t.policy, Mode: manifest.ModeMediated,
+			Results: t.results()}, t.m.opt.Now,
 			func(v any) { t.m.auditError(t.x, fmt.Sprintf("tool runner panic: %v", v)) })
-		p.env, p.latency = out.Envelope, out.LatencyMS
+		p.env, p.latency, p.kept = out.Envelope, out.LatencyMS, out.Kept
 	}
 	// One call at a time (one call, or no parallelism allowed) runs on the
 	// turn's goroutine: a goroutine per call would only add switches.
@@ -293,10 +299,13 @@ func (t *turn) answer(round int, p *pending) (history.ToolCall, wire.Result) {
 	}
 	f := toolcall.Fact{Agent: t.x.Agent.ID, RequestID: t.x.ID, Format: string(t.x.Format), Model: t.x.Model, Mode: manifest.ModeMediated, Round: round,
 		Name: p.call.Name, Tool: p.tool, Arguments: args, Executed: p.args, Envelope: p.env, StartMS: &start, LatencyMS: p.latency,
-		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount}
+		DuplicateOfRound: p.dupRound, DuplicateCount: p.dupCount, Kept: p.kept}
 	tc := f.Trace()
 	if status := toolcall.Status(p.env); p.tool != nil || status == toolexec.CodeUnknownTool || status == toolexec.CodeTooManyCalls {
 		t.m.rec.Emit(f.Event())
+	}
+	if e, ok := f.KeptEvent(); ok {
+		t.m.rec.Emit(e)
 	}
 	return tc, wire.Result{CallID: p.call.ID, Content: tc.Result, IsError: !p.env.OK}
 }

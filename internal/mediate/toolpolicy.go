@@ -76,7 +76,7 @@ func (t *turn) applyPolicy() {
 		t.filtered = append(t.filtered, f)
 	}
 	t.pres.withhold(withheld)
-	t.req.Tools = slices.Concat(t.req.Tools[:t.runnerTools:t.runnerTools], t.pres.defs)
+	t.req.Tools = slices.Concat(t.req.Tools[:t.runnerTools:t.runnerTools], t.pres.defs, t.pres.extra())
 }
 
 // policyDenied checks tool's conditions again before a call of it runs.

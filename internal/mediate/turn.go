@@ -58,6 +58,10 @@ type turn struct {
 	sessionRounds int
 	called        []string
 	filtered      []audit.Filtered
+	// held are the handles of kept results this conversation holds: those
+	// in the hidden rounds restored (what cllama itself answered in its
+	// earlier turns) and those this turn's calls produced (results.go).
+	held map[string]bool
 }
 
 // outcome is how a turn ended: a final response, or a failure.
@@ -129,6 +133,9 @@ func (m *Mediator) presentTurn(ctx context.Context, x *exchange.Exchange, f wire
 	// Managed tools are appended after the runner's own (issue 151: additive).
 	t.runnerTools = len(req.Tools)
 	req.Tools = append(req.Tools, t.pres.defs...)
+	if fail := t.holdRestored(restored); fail != nil {
+		return nil, fail
+	}
 	if t.hasRules() {
 		t.scanSession(restored)
 		t.applyPolicy()

@@ -1,8 +1,10 @@
 package modelsim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sync/atomic"
 )
 
@@ -41,7 +43,7 @@ func (s *Server) makeAnswer(c *Conversation, r *Rule) answer {
 	a := answer{ID: s.ids.next(msgPrefix), Model: c.Model, Text: r.Reply.Text}
 	out := len(a.Text)
 	for _, tc := range r.Reply.ToolCalls {
-		a.Calls = append(a.Calls, call{ID: s.ids.next(callPrefix), Name: resolveTool(tc.Name, c.Tools), Args: tc.args})
+		a.Calls = append(a.Calls, call{ID: s.ids.next(callPrefix), Name: resolveTool(tc.Name, c.Tools), Args: withResultHandle(tc.args, c.ToolResults)})
 		out += len(tc.Name) + len(tc.args)
 	}
 	if r.Reply.Usage != nil {
@@ -52,4 +54,25 @@ func (s *Server) makeAnswer(c *Conversation, r *Rule) answer {
 		a.Usage = Usage{InputTokens: max(1, (c.inputChars()+3)/4), OutputTokens: max(1, (out+3)/4)}
 	}
 	return a
+}
+
+// resultHandlePlaceholder, as an argument's whole string value, stands
+// for the result_handle of a cut tool result in the last message (cllama
+// keeps such a result whole; claw.read_result reads it by handle).
+const resultHandlePlaceholder = `"$result_handle"`
+
+var resultHandle = regexp.MustCompile(`"result_handle":"([A-Za-z0-9_]{1,128})"`)
+
+// withResultHandle is args with resultHandlePlaceholder replaced by the
+// last result_handle the tool results hold (left as it is without one).
+func withResultHandle(args json.RawMessage, results []ToolResult) json.RawMessage {
+	if !bytes.Contains(args, []byte(resultHandlePlaceholder)) {
+		return args
+	}
+	for i := len(results) - 1; i >= 0; i-- {
+		if m := resultHandle.FindStringSubmatch(results[i].Content); m != nil {
+			return bytes.ReplaceAll(args, []byte(resultHandlePlaceholder), []byte(`"`+m[1]+`"`))
+		}
+	}
+	return args
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
@@ -517,12 +518,19 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 		{"max-tool-calls-per-turn", &p.MaxToolCallsPerTurn},
 		{"max-parallel", &p.MaxParallel},
 	}
-	known := make([]string, len(fields))
+	known := make([]string, len(fields), len(fields)+1)
 	for i, f := range fields {
 		known[i] = f.name
 	}
-	if err := d.unknownKeys(key, m, known); err != nil {
+	if err := d.unknownKeys(key, m, append(known, "result-ttl")); err != nil {
 		return p, err
+	}
+	if raw, ok := m["result-ttl"]; ok && raw != nil {
+		ms, err := d.resultTTL(key+".result-ttl", raw)
+		if err != nil {
+			return p, err
+		}
+		p.ResultTTLMS = &ms
 	}
 	for _, f := range fields {
 		raw, ok := m[f.name]
@@ -544,6 +552,27 @@ func (d *decoder) policy(key string, v any) (PolicySpec, error) {
 		return p, d.errf(key+".max-tool-calls-per-turn", "raise max-tool-calls-per-turn or lower max-tool-calls-per-round", "%d is below max-tool-calls-per-round %d", *p.MaxToolCallsPerTurn, *p.MaxToolCallsPerRound)
 	}
 	return p, nil
+}
+
+// maxResultTTL is the longest result-ttl (a kept result's handle).
+const maxResultTTL = 7 * 24 * time.Hour
+
+// resultTTL decodes result-ttl: a duration ("30m", "2h") from 1s to 168h,
+// in milliseconds.
+func (d *decoder) resultTTL(key string, v any) (int, error) {
+	const fix = `write a duration such as "30m" or "2h" (at least 1s, at most 168h)`
+	s, ok := v.(string)
+	if !ok {
+		return 0, d.errf(key, fix, "must be a duration string, got %s", typeName(v))
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, d.errf(key, fix, "%q is not a duration", s)
+	}
+	if dur < time.Second || dur > maxResultTTL {
+		return 0, d.errf(key, fix, "%s is out of range", dur)
+	}
+	return int(dur.Milliseconds()), nil
 }
 
 // models decodes a model allow-list: a list of distinct, non-empty model

@@ -24,6 +24,9 @@ type Claw struct {
 	// gets, each pointing at cllama (see RunnerEnvValue). Agents add to it
 	// and override it by name.
 	RunnerEnv map[string]RunnerEnvValue
+	// Alerts is x-claw.alerts: the webhook cllama sends operator events
+	// to (approvals waiting, budgets, provider keys); nil when absent.
+	Alerts *manifest.Alerts
 }
 
 // RunnerEnvValue is what a runner-env variable carries.
@@ -212,6 +215,9 @@ type PolicySpec struct {
 	// MaxParallel bounds the parallel-safe calls of one model response
 	// that run at the same time.
 	MaxParallel *int
+	// ResultTTLMS is result-ttl (a duration such as "30m") in
+	// milliseconds: how long a kept result's handle stays readable.
+	ResultTTLMS *int
 }
 
 // MCPStdio is x-claw.mcp-stdio: the stdio MCP server the wrapper runs.

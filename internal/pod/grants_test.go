@@ -128,6 +128,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"policy zero", "cllama: p\ntool-policy: {max-rounds: 0}", "x-claw.tool-policy.max-rounds", "> 0"},
 		{"policy negative", "cllama: p\ntool-policy: {max-tool-result-bytes: -5}", "x-claw.tool-policy.max-tool-result-bytes", "> 0"},
 		{"policy type", "cllama: p\ntool-policy: {max-rounds: many}", "x-claw.tool-policy.max-rounds", "integer"},
+		{"result-ttl not a duration", "cllama: p\ntool-policy: {result-ttl: soon}", "x-claw.tool-policy.result-ttl", "not a duration"},
+		{"result-ttl a number", "cllama: p\ntool-policy: {result-ttl: 30}", "x-claw.tool-policy.result-ttl", "duration string"},
+		{"result-ttl too long", "cllama: p\ntool-policy: {result-ttl: 200h}", "x-claw.tool-policy.result-ttl", "out of range"},
 		{"count", "count: 0", "x-claw.count", "between 1 and 1000"},
 		{"surface", "surfaces: [trading-api]", "x-claw.surfaces[0]", "not a surface URI"},
 		{"cllama type", "cllama: {a: b}", "x-claw.cllama", "string"},
@@ -172,6 +175,9 @@ func TestDecodeAcceptsForms(t *testing.T) {
 	c := mustPod(t, "pod: desk\ncllama-defaults: {env: [OPENAI_API_KEY=k, X=1=2], image: img, replicas: '3'}\ntool-policy: {max-rounds: '4'}")
 	if c.Name != "desk" || c.CllamaDefaults.Env["X"] != "1=2" || c.CllamaDefaults.Image != "img" || c.CllamaDefaults.Replicas != 3 || *c.ToolPolicy.MaxRounds != 4 {
 		t.Fatalf("got %+v", c)
+	}
+	if c := mustPod(t, "pod: desk\ntool-policy: {result-ttl: 30m}"); c.ToolPolicy.ResultTTLMS == nil || *c.ToolPolicy.ResultTTLMS != 30*60*1000 {
+		t.Fatalf("result-ttl 30m: %+v", c.ToolPolicy)
 	}
 	s := mustService(t, "cllama: passthrough\ncount: 2\nservice-auth: {api: tok, other: {token: t2, principal: p}}\nmcp-stdio: null\nsurfaces: ['service://api']")
 	if s.Count != 2 || s.ServiceAuth["api"].Token != "tok" || s.ServiceAuth["other"].Principal != "p" || s.Surfaces[0].Target != "api" {

@@ -73,6 +73,10 @@ var podKeyDecoders = []keyDecoder[Claw]{
 		c.RunnerEnv, err = d.runnerEnv("x-claw.runner-env", raw)
 		return err
 	}},
+	{name: "alerts", decode: func(d *decoder, c *Claw, raw any) (err error) {
+		c.Alerts, err = d.alerts("x-claw.alerts", raw)
+		return err
+	}},
 }
 
 // podKeys are the keys the pod-level x-claw block knows.

@@ -79,6 +79,14 @@ type Config struct {
 	// zero means mediate's defaults.
 	ContinuityMaxBytes      int64
 	ContinuityMaxEntryBytes int64
+	// ResultMaxBytes bounds one kept tool result (a longer one is cut,
+	// saying so), ResultStoreAgentBytes one agent's kept results and
+	// ResultStoreBytes all of them (CLLAMA_RESULT_MAX_BYTES,
+	// CLLAMA_RESULT_STORE_AGENT_BYTES, CLLAMA_RESULT_STORE_BYTES); zero
+	// means resultstore's defaults (64 MiB, 256 MiB, 1 GiB).
+	ResultMaxBytes        int64
+	ResultStoreAgentBytes int64
+	ResultStoreBytes      int64
 	// StoredIDsMax bounds how many stored responses (Responses API) cllama
 	// remembers the owner of, the oldest forgotten first
 	// (CLLAMA_STORED_IDS_MAX / -stored-ids-max). They are kept in
@@ -126,6 +134,14 @@ type Config struct {
 	// on a listener of its own (CLLAMA_METRICS_ADDR / -metrics-addr;
 	// default off).
 	MetricsAddr string
+	// AdminAddr, when set, is where cllama serves the operator's admin
+	// listener (approvals, the console), on a listener of its own
+	// (CLLAMA_ADMIN_ADDR / -admin-addr; default off). It needs the
+	// operator token: AdminToken (CLLAMA_ADMIN_TOKEN) or the file
+	// AdminTokenFile (CLLAMA_ADMIN_TOKEN_FILE / -admin-token-file).
+	AdminAddr      string
+	AdminToken     string
+	AdminTokenFile string
 	// StateURL, when set, keeps continuity in Redis, shared by cllama
 	// replicas (CLLAMA_STATE_URL / -state-url, redis://host:port[/db]).
 	StateURL string
@@ -284,6 +300,9 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	str(&c.UpstreamClient, "CLLAMA_UPSTREAM_CLIENT")
 	str(&c.DefaultProvider, "CLLAMA_DEFAULT_PROVIDER")
 	str(&c.MetricsAddr, "CLLAMA_METRICS_ADDR")
+	str(&c.AdminAddr, "CLLAMA_ADMIN_ADDR")
+	str(&c.AdminToken, "CLLAMA_ADMIN_TOKEN")
+	str(&c.AdminTokenFile, "CLLAMA_ADMIN_TOKEN_FILE")
 	str(&c.StateURL, "CLLAMA_STATE_URL")
 	str(&c.ReplicaID, "CLLAMA_REPLICA_ID")
 
@@ -303,6 +322,9 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	size(&c.MCPMaxBodyBytes, "CLLAMA_MCP_MAX_BODY_BYTES")
 	size(&c.ContinuityMaxBytes, "CLLAMA_CONTINUITY_MAX_BYTES")
 	size(&c.ContinuityMaxEntryBytes, "CLLAMA_CONTINUITY_MAX_ENTRY_BYTES")
+	size(&c.ResultMaxBytes, "CLLAMA_RESULT_MAX_BYTES")
+	size(&c.ResultStoreAgentBytes, "CLLAMA_RESULT_STORE_AGENT_BYTES")
+	size(&c.ResultStoreBytes, "CLLAMA_RESULT_STORE_BYTES")
 	count := func(dst *int, key string) {
 		if v := env[key]; v != "" {
 			n, err := strconv.Atoi(v)
@@ -380,6 +402,12 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("CLLAMA_UPSTREAM_CLIENT / -upstream-client: %q is not a client; use %q (the default) or %q", c.UpstreamClient, UpstreamH1, UpstreamNetHTTP)
 	}
 	c.DefaultProvider = strings.ToLower(strings.TrimSpace(c.DefaultProvider))
+	if c.AdminAddr != "" && c.AdminToken == "" && c.AdminTokenFile == "" {
+		return c, fmt.Errorf("CLLAMA_ADMIN_ADDR / -admin-addr is set but no operator token is: set CLLAMA_ADMIN_TOKEN_FILE (claw up writes .claw-auth/operator-token) or CLLAMA_ADMIN_TOKEN")
+	}
+	if c.AdminToken != "" && c.AdminTokenFile != "" {
+		return c, fmt.Errorf("CLLAMA_ADMIN_TOKEN and CLLAMA_ADMIN_TOKEN_FILE are both set; keep one")
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q; cllama takes flags only (see -h)", fs.Args())
 	}
@@ -388,6 +416,8 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("-max-body-bytes: must be > 0")
 	case c.ContinuityMaxBytes < 0, c.ContinuityMaxEntryBytes < 0:
 		return c, fmt.Errorf("-continuity-max-bytes, -continuity-max-entry-bytes: must be >= 0")
+	case c.ResultMaxBytes < 0, c.ResultStoreAgentBytes < 0, c.ResultStoreBytes < 0:
+		return c, fmt.Errorf("-result-max-bytes, -result-store-agent-bytes, -result-store-bytes: must be >= 0")
 	case c.StoredIDsMax <= 0:
 		return c, fmt.Errorf("-stored-ids-max: must be > 0")
 	case c.FirstByteTimeout <= 0, c.StreamIdleTimeout <= 0, c.BodyReadTimeout <= 0, c.ShutdownTimeout <= 0,
@@ -424,6 +454,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Pod, "pod", c.Pod, "pod name (CLAW_POD)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory for state kept across restarts, e.g. tool-loop continuity (CLLAMA_STATE_DIR; default <history-dir>/.continuity)")
 	fs.Int64Var(&c.ContinuityMaxBytes, "continuity-max-bytes", c.ContinuityMaxBytes, "total size of the continuity store; 0 means 64 MiB (CLLAMA_CONTINUITY_MAX_BYTES)")
+	fs.Int64Var(&c.ResultMaxBytes, "result-max-bytes", c.ResultMaxBytes, "largest tool result kept whole behind a handle, a longer one cut; 0 means 64 MiB (CLLAMA_RESULT_MAX_BYTES)")
+	fs.Int64Var(&c.ResultStoreAgentBytes, "result-store-agent-bytes", c.ResultStoreAgentBytes, "kept tool results one agent may hold, its oldest dropped beyond; 0 means 256 MiB (CLLAMA_RESULT_STORE_AGENT_BYTES)")
+	fs.Int64Var(&c.ResultStoreBytes, "result-store-bytes", c.ResultStoreBytes, "kept tool results in all, the oldest dropped beyond; 0 means 1 GiB (CLLAMA_RESULT_STORE_BYTES)")
 	fs.Int64Var(&c.ContinuityMaxEntryBytes, "continuity-max-entry-bytes", c.ContinuityMaxEntryBytes, "largest hidden transcript kept for one turn; 0 means 4 MiB (CLLAMA_CONTINUITY_MAX_ENTRY_BYTES)")
 	fs.IntVar(&c.StoredIDsMax, "stored-ids-max", c.StoredIDsMax, "how many stored responses cllama remembers the owner of, oldest forgotten first (CLLAMA_STORED_IDS_MAX)")
 	fs.StringVar(&c.DefaultProvider, "default-provider", c.DefaultProvider, "provider of models named without a \"<provider>/\" prefix (CLLAMA_DEFAULT_PROVIDER)")
@@ -436,6 +469,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MCPMaxBodyBytes, "mcp-max-body-bytes", c.MCPMaxBodyBytes, "largest accepted request body on /mcp, at most -max-body-bytes; 0 means 4 MiB (CLLAMA_MCP_MAX_BODY_BYTES)")
 	fs.StringVar(&c.StateURL, "state-url", c.StateURL, "keep continuity in Redis, shared by cllama replicas: redis://host:port[/db] (CLLAMA_STATE_URL)")
 	fs.StringVar(&c.ReplicaID, "replica-id", c.ReplicaID, "this replica's name in its history files, history.<id>.jsonl (CLLAMA_REPLICA_ID; default with -state-url: the host name)")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "serve the operator's admin listener (approvals, console) at ADDR, e.g. :8081; empty: off (CLLAMA_ADMIN_ADDR)")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "file holding the operator token the admin listener requires (CLLAMA_ADMIN_TOKEN_FILE; or CLLAMA_ADMIN_TOKEN)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090; empty: off (CLLAMA_METRICS_ADDR)")
 	fs.IntVar(&c.MCPMaxSessions, "mcp-max-sessions", c.MCPMaxSessions, "MCP sessions one agent may hold open on /mcp, its least recently used closed beyond; 0 means 16 (CLLAMA_MCP_MAX_SESSIONS)")
 	fs.DurationVar(&c.MCPSessionIdle, "mcp-session-idle", c.MCPSessionIdle, "close an MCP session unused this long; 0 means 30m (CLLAMA_MCP_SESSION_IDLE)")

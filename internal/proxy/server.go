@@ -24,7 +24,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/admin"
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
@@ -70,6 +72,12 @@ type Options struct {
 	// Owners, when set, records who owns each stored response instead of
 	// a store New opens under the state directory (replicas share one).
 	Owners owners.Registry
+	// Admin, when set, is the operator's admin listener: features mount
+	// their routes on it (Server.Admin).
+	Admin *admin.Server
+	// Alerts receives the events an operator must hear about (nil:
+	// alerts.Discard).
+	Alerts alerts.Sink
 	// Transport performs upstream calls (nil: NewTransport of the
 	// config's UpstreamClient).
 	Transport http.RoundTripper
@@ -104,6 +112,8 @@ type Server struct {
 	history   *history.Writer
 	decorator exchange.Decorator
 	mediator  exchange.Mediator
+	admin     *admin.Server
+	alerts    alerts.Sink
 	broker    AgentHandler
 	now       func() time.Time
 
@@ -130,6 +140,14 @@ type Server struct {
 // New builds a Server from cfg. It fails when providers.json is unreadable
 // or invalid, or the history directory cannot be created: both are
 // operator errors better reported at start-up than per request.
+// Admin is the operator's admin listener, nil when it is off
+// (CLLAMA_ADMIN_ADDR unset): features mount their routes on it.
+func (s *Server) Admin() *admin.Server { return s.admin }
+
+// Alerts is where the events an operator must hear about go (the pod's
+// webhook, or alerts.Discard).
+func (s *Server) Alerts() alerts.Sink { return s.alerts }
+
 func New(cfg Config, opts Options) (*Server, error) {
 	cfg = cfg.withDefaults()
 	s := &Server{
@@ -140,9 +158,14 @@ func New(cfg Config, opts Options) (*Server, error) {
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
 		broker:    opts.Broker,
+		admin:     opts.Admin,
+		alerts:    opts.Alerts,
 		now:       opts.Now,
 		formats:   formats.All(),
 		fallback:  formats.Fallback(),
+	}
+	if s.alerts == nil {
+		s.alerts = alerts.Discard
 	}
 	s.admit = newAdmission(cfg.MaxInflightBytes, cfg.MaxAgentInflightBytes, cfg.MaxAgentConcurrency, cfg.MaxQueuedPerAgent, cfg.QueueWait)
 	s.admit.idle = opts.Idle

@@ -40,6 +40,8 @@ type Fact struct {
 	// DuplicateOfRound and DuplicateCount are set on a repeat that was not
 	// run again.
 	DuplicateOfRound, DuplicateCount int
+	// Kept is the run's Outcome.Kept: a result kept whole, or read.
+	Kept *Kept
 }
 
 // Trace is the call's history entry: the canonical name and service of a

@@ -44,6 +44,10 @@ type Call struct {
 	// Mode is how the caller reached the tool (manifest.ModeMediated or
 	// ModeNative), for traces.
 	Mode string
+	// Results, when set, keeps a result over the cap whole behind a
+	// handle, and answers the built-in ReadResult; nil cuts such a result
+	// and answers ReadResult unknown_handle.
+	Results *Results
 }
 
 // Outcome is what became of a Call.
@@ -53,6 +57,9 @@ type Outcome struct {
 	// truncated.
 	Envelope  toolexec.Envelope
 	LatencyMS int64
+	// Kept reports a result kept whole, or a read of one, for the audit
+	// (Fact.Kept); nil when neither happened.
+	Kept *Kept
 }
 
 // Timeout is the bound of one call of tool under policy: the tool's own
@@ -84,14 +91,30 @@ func Run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, o
 
 func run(ctx context.Context, r toolexec.Runner, c Call, now func() time.Time, onPanic func(any)) Outcome {
 	c.Policy = c.Policy.WithDefaults()
+	if c.Tool == ReadResult {
+		start := now()
+		out := readResult(ctx, c)
+		out.LatencyMS = now().Sub(start).Milliseconds()
+		return out
+	}
 	timeout := Timeout(c.Tool, c.Policy)
-	call := toolexec.Call{AgentID: c.Agent.ID, Tool: c.Tool, Arguments: c.Arguments, Timeout: timeout, MaxResultBytes: c.Policy.MaxToolResultBytes}
+	limit := c.Policy.MaxToolResultBytes
+	call := toolexec.Call{AgentID: c.Agent.ID, Tool: c.Tool, Arguments: c.Arguments, Timeout: timeout, MaxResultBytes: limit}
+	if c.Results.keeps() {
+		// The executor bounds the result by the store's absolute bound
+		// instead of the cap: what is over the cap is kept here.
+		call.MaxResultBytes = int(c.Results.Store.Limits().MaxResultBytes)
+	}
 	if sa := c.Agent.ServiceAuth[c.Tool.Execution.Service]; sa != nil {
 		call.Auth = sa.Bearer()
 	}
 	start := now()
 	env := invoke(ctx, r, call, timeout+Grace, onPanic)
-	return Outcome{Envelope: Check(env, c.Policy.MaxToolResultBytes), LatencyMS: now().Sub(start).Milliseconds()}
+	var kept *Kept
+	if c.Results.keeps() && env.OK && len(env.Data) > limit {
+		env, kept = keep(ctx, c, env, limit)
+	}
+	return Outcome{Envelope: Check(env, limit), LatencyMS: now().Sub(start).Milliseconds(), Kept: kept}
 }
 
 // invoke calls the Runner, bounded even when it ignores its context: on a

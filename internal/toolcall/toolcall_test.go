@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/resultstore"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -243,5 +245,54 @@ func TestAnHTTPCallToAHangingServiceEndsAtItsTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("the call took %v against a 50 ms timeout", took)
+	}
+}
+
+// A result over its cap is kept whole: the envelope holds the head within
+// the cap, truncated, original_bytes and the handle; a result over the
+// store's absolute bound (cut by the executor) is kept up to it, and its
+// envelope says so.
+func TestRunKeepsAResultOverTheCap(t *testing.T) {
+	store, err := resultstore.OpenLocal(resultstore.LocalOptions{Limits: resultstore.Limits{MaxResultBytes: 1000, MaxAgentBytes: 10000, MaxBytes: 10000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testCall()
+	c.Policy.MaxToolResultBytes = 256
+	c.Results = &Results{Store: store, Scope: resultstore.Scope{Agent: "alice", Conversation: "mcp:s"}}
+	text := strings.Repeat("abcdefghij", 99)
+	var asked int
+	run := func(env toolexec.Envelope) Outcome {
+		return Run(context.Background(), runnerFunc(func(_ context.Context, cc toolexec.Call) toolexec.Envelope {
+			asked = cc.MaxResultBytes
+			return env
+		}), c, time.Now, nil)
+	}
+	out := run(toolexec.Envelope{OK: true, Data: json.RawMessage(`"` + text + `"`)})
+	env := out.Envelope
+	if asked != 1000 {
+		t.Fatalf("the runner was bounded by %d, want the store's bound 1000", asked)
+	}
+	if n := len(Encode(env)); n > 256 || !env.Truncated || env.OriginalBytes != len(text) || env.ResultHandle == "" || out.Kept == nil {
+		t.Fatalf("envelope (%d bytes): %+v", n, env)
+	}
+	head, _ := strconv.Unquote(string(env.Data))
+	if !strings.HasPrefix(text, head) || len(Encode(env)) < 246 {
+		t.Fatalf("head %q", head)
+	}
+	// Cut by the executor at the bound: kept in part, and said so.
+	out = run(toolexec.Envelope{OK: true, Data: json.RawMessage(`"` + text[:990] + `"`), Truncated: true, OriginalBytes: 7_000_000})
+	if env := out.Envelope; env.OriginalBytes != 7_000_000 || !strings.Contains(env.Note, "first 990 bytes") || len(Encode(env)) > 256 {
+		t.Fatalf("over the absolute bound: %+v", env)
+	}
+	// claw.read_result reads it back; another scope cannot.
+	c.Tool, c.Arguments = ReadResult, json.RawMessage(`{"handle":"`+out.Envelope.ResultHandle+`","offset":10,"length":20}`)
+	read := Run(context.Background(), nil, c, time.Now, nil)
+	if !read.Envelope.OK || !strings.Contains(string(read.Envelope.Data), `"text":"`+text[10:30]+`"`) || read.Kept == nil || !read.Kept.Read {
+		t.Fatalf("read: %+v", read)
+	}
+	c.Results.Scope.Agent = "bob"
+	if read := Run(context.Background(), nil, c, time.Now, nil); read.Envelope.OK || read.Envelope.Error.Code != CodeUnknownHandle {
+		t.Fatalf("bob's read: %+v", read.Envelope)
 	}
 }

@@ -23,10 +23,16 @@ type Envelope struct {
 	// cllama stopped reading an over-long answer before its end (and no
 	// Content-Length declared it), OriginalBytesAtLeast is the bytes it
 	// counted: one of the two is set, never a size that was not measured.
-	Truncated            bool   `json:"truncated,omitempty"`
-	OriginalBytes        int    `json:"original_bytes,omitempty"`
-	OriginalBytesAtLeast int    `json:"original_bytes_at_least,omitempty"`
-	Error                *Error `json:"error,omitempty"`
+	Truncated            bool `json:"truncated,omitempty"`
+	OriginalBytes        int  `json:"original_bytes,omitempty"`
+	OriginalBytesAtLeast int  `json:"original_bytes_at_least,omitempty"`
+	// ResultHandle, on a truncated result, names the whole result kept by
+	// cllama: the built-in tool claw.read_result pages and searches it
+	// (internal/resultstore). Note says what the model should know of it
+	// (a result over cllama's absolute bound was kept only in part).
+	ResultHandle string `json:"result_handle,omitempty"`
+	Note         string `json:"note,omitempty"`
+	Error        *Error `json:"error,omitempty"`
 }
 
 // Error is a failed call's reason.

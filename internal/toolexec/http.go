@@ -121,7 +121,9 @@ func (e *Executor) doHTTP(ctx context.Context, r httpRequest, c Call, auth *mani
 		return result{}, &failure{code: CodeServiceError, message: msg, transient: transient}
 	}
 
-	limit := e.opts.MaxResponseBytes
+	// A call whose result is kept whole beyond its cap (internal/toolcall)
+	// is bounded by its MaxResultBytes, which may exceed the default.
+	limit := max(e.opts.MaxResponseBytes, int64(c.MaxResultBytes))
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return result{}, &failure{code: CodeUnavailable, message: fmt.Sprintf("service %s broke off its answer: %s", svc, netReason(err)), transient: true}

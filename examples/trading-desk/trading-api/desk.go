@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -56,6 +57,7 @@ func (d *desk) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/market_context/{claw_id}", d.guard(d.marketContext))
 	mux.HandleFunc("GET /api/v1/market-summary", d.guard(d.marketSummary))
 	mux.HandleFunc("POST /api/v1/trades", d.guard(d.executeTrade))
+	mux.HandleFunc("GET /api/v1/risk_report", d.guard(d.riskReport))
 	// Operator view: what the service received. Not in the agents' tools.
 	mux.HandleFunc("GET /api/v1/received", d.listReceived)
 	return mux
@@ -167,4 +169,27 @@ func (d *desk) listReceived(w http.ResponseWriter, _ *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"received": d.received, "trades": d.trades})
+}
+
+// riskReport is the day's risk report: one line per book and hour, about
+// 300 KB of text, far over a tool result's cap, with two breaches to find
+// in it. cllama keeps it whole behind a handle (claw.read_result).
+func (d *desk) riskReport(w http.ResponseWriter, _ *http.Request, _ []byte) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write(riskReportText())
+}
+
+func riskReportText() []byte {
+	var b bytes.Buffer
+	b.WriteString("RISK REPORT: every book, every hour, exposure against limit\n")
+	books := []string{"rates", "credit", "equities", "fx", "commodities", "vol"}
+	for i := 0; i < 4800; i++ {
+		book, hour := books[i%len(books)], i/len(books)%24
+		status := "within limit"
+		if i == 1733 || i == 3901 {
+			status = "BREACH: exposure over limit, desk head notified"
+		}
+		fmt.Fprintf(&b, "%05d book=%-11s hour=%02d exposure=%7d limit=%7d %s\n", i, book, hour, 40000+i*7%50000, 100000, status)
+	}
+	return b.Bytes()
 }
