@@ -35,6 +35,8 @@ summary=$("$claw" compile)
 echo "$summary"
 echo "== claw up -d"
 "$claw" up -d
+echo "== the operator's console while the pod runs (docs/console.md; log in with .claw-auth/operator-token)"
+"$claw" console || echo "   (no console URL: cllama's admin listener is not published)"
 
 echo "== waiting for the agents' conversations (up to ${WAIT}s)"
 deadline=$(( $(date +%s) + WAIT ))

@@ -127,6 +127,14 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		return err
 	}
 	defer srv.Close()
+	if st.admin != nil {
+		// The operator's console (docs/console.md) on the admin listener.
+		stopConsole, err := startConsole(ctx, cfg, st, srv, st.admin, st.admin.TokenMatches, st.admin.Bearer, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopConsole()
+	}
 	ln = framingListener{ln}
 	hs := &http.Server{
 		Handler:     closeAmbiguous(srv),
@@ -183,6 +191,7 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 			}
 		}()
 		fmt.Fprintf(stderr, "cllama: admin listener on %s (operator token required)\n", aln.Addr())
+		fmt.Fprintf(stderr, "cllama: console on http://%s/\n", aln.Addr())
 	}
 	select {
 	case err := <-errc:

@@ -57,6 +57,8 @@ type stages struct {
 	// ledger keeps the budgets' counters in Redis with CLLAMA_STATE_URL
 	// (nil: a file under the state directory).
 	ledger spend.Ledger
+	// replica names this replica's history files ("" for history.jsonl).
+	replica string
 	// pod is the pod-wide settings (<auth>/pod.json).
 	pod *manifest.Pod
 	// alerts is the pod's webhook (alerts.Discard without one); webhook
@@ -120,6 +122,7 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 				opts.Replica = h
 			}
 		}
+		st.replica = opts.Replica
 		hw, err := history.NewWriterWith(cfg.HistoryDir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
