@@ -442,3 +442,27 @@ func TestBudgetAlerts(t *testing.T) {
 		t.Fatalf("alerts %v: want one warning and a handful of refusals (8 were refused)", sink.events)
 	}
 }
+
+// A call a fallback target answered is costed at the target's price, not
+// at the price of the model it was admitted for.
+func TestFallbackAnswerIsCostedAtTheTargetsPrice(t *testing.T) {
+	prices := func(_ *Config, o *Options) {
+		o.Spend.Pricing = map[string]manifest.Price{
+			"p1/m1": {Input: 1_000_000, Output: 1_000_000},     // $1 / 1M
+			"p2/m2": {Input: 100_000_000, Output: 100_000_000}, // $100 / 1M
+		}
+	}
+	p := newPodWith(t, chainProviders, prices)
+	p.up.setHandler(keyed(map[string][2]string{"k-p1": {"503", ""}}, defaultProvider))
+	body := strings.Replace(requestBody(formatOpenAI, "p1", false), "p1/gpt-fake", "p1/m1", 1)
+	resp := p.post(t, pathChat, body)
+	if out := readAll(t, resp.Body); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	ev := p.audit.waitEvent(t, audit.TypeResponse)
+	// 11 prompt + 3 completion tokens at $100 per 1M: 1,400 µUSD (at
+	// p1/m1's price it would be 14).
+	if ev.FallbackFrom != "p1/m1" || !ev.CostUSD.Known || ev.CostUSD.MicroUSD != 1_400 {
+		t.Fatalf("response event: from %q cost %+v, want p2/m2's price: 1400 µUSD", ev.FallbackFrom, ev.CostUSD)
+	}
+}
