@@ -171,9 +171,10 @@ func tradingDesk(t *testing.T) {
 				executorOffered[trade]++
 			}
 			// The scout's tools are native: exactly what its runner listed
-			// on /mcp and offered itself, cllama added none.
+			// on /mcp (its grant and cllama's built-in claw.read_result)
+			// and offered itself, cllama added none.
 			if agent == "scout" {
-				want := []string{"market-data__lookup_symbol", "save_note", "trading-api__get_market_context"}
+				want := []string{"claw__read_result", "market-data__lookup_symbol", "save_note", "trading-api__get_market_context"}
 				got := slices.Sorted(slices.Values(rec.Tools))
 				if !slices.Equal(got, want) {
 					t.Errorf("scout request %d offered %v, want %v", rec.Seq, got, want)
@@ -250,8 +251,16 @@ func tradingDesk(t *testing.T) {
 
 	t.Run("the intern's one-request budget refused its second turn", func(t *testing.T) {
 		p.waitExited("intern", 3*time.Minute)
-		if log := p.logs("intern"); !strings.Contains(log, "budget_exceeded") || !strings.Contains(log, "402") {
-			t.Errorf("intern's log shows no 402 budget_exceeded:\n%s", log)
+		// The SDK's error says only the status; the audit log says which
+		// budget refused it.
+		if log := p.logs("intern"); !strings.Contains(log, "402") {
+			t.Errorf("intern's log shows no 402:\n%s", log)
+		}
+		after := jsonLines[audit.Event](p.logs("cllama"))
+		if !slices.ContainsFunc(after, func(e audit.Event) bool {
+			return e.ClawID == "intern" && e.Type == "budget_exceeded" && e.Budget != nil && e.Budget.Scope == "agent" && e.Budget.Unit == "requests"
+		}) {
+			t.Error("no budget_exceeded audit event naming the intern's request budget")
 		}
 	})
 	t.Run("history records the tool trace", func(t *testing.T) {
