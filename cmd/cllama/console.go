@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"time"
 
 	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/console"
 	"github.com/clawdapus/clawgo/internal/histindex"
+	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
 )
 
@@ -49,6 +51,7 @@ func startConsole(ctx context.Context, cfg proxy.Config, st *stages, srv *proxy.
 	if st.approvals != nil {
 		opts.Approvals = consoleApprovals{st.approvals}
 	}
+	opts.Budgets = consoleBudgets{srv}
 	c, err := console.New(opts)
 	if err != nil {
 		_ = idx.Close()
@@ -94,4 +97,24 @@ func (a consoleApprovals) Decide(ctx context.Context, id string, approve bool, b
 	}
 	_, err := a.m.Decide(ctx, id, d)
 	return err
+}
+
+// consoleBudgets are an agent's dollar budgets and the pod's, each with
+// what its current window has spent, as the console shows them.
+type consoleBudgets struct{ srv *proxy.Server }
+
+func (b consoleBudgets) AgentBudgets(agent string) []console.Budget {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := b.srv.BudgetStatus(ctx, agent)
+	if err != nil {
+		return nil
+	}
+	var out []console.Budget
+	for _, s := range st {
+		if s.Unit == manifest.BudgetUSD {
+			out = append(out, console.Budget{Scope: s.Scope, Period: s.Per, LimitMicros: s.Limit, SpentMicros: s.Spent})
+		}
+	}
+	return out
 }

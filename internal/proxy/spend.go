@@ -207,3 +207,13 @@ func (s *Server) spanCost(r *http.Request, x *exchange.Exchange) {
 		span.SetAttributes(attribute.Bool("claw.cost_unknown", true))
 	}
 }
+
+// BudgetStatus reports agent's budgets and the pod's in their current
+// windows (the operator's console); none for an unknown agent.
+func (s *Server) BudgetStatus(ctx context.Context, agent string) ([]spend.Status, error) {
+	a, err := s.agents.Get(agent)
+	if err != nil || a == nil {
+		return nil, err
+	}
+	return s.spend.Status(ctx, agent, a.Metadata.Budget)
+}

@@ -446,3 +446,49 @@ func (t *Turn) settle(ctx context.Context, h *hold, ss []Settlement) {
 		}
 	}
 }
+
+// Status is one budget in its current window: what its counter settled.
+type Status struct {
+	Scope, Unit, Per string
+	// Limit and Spent are micro-USD for unit usd, else requests or tokens.
+	Limit, Spent int64
+	// ResetsAt is when the window resets (zero: never, or per
+	// conversation).
+	ResetsAt time.Time
+}
+
+// Status reports agent's budgets (from its metadata.json) and the pod's
+// in their current windows, for the operator's console. Conversation
+// budgets have no single window and are left out.
+func (m *Meter) Status(ctx context.Context, agent string, budgets []manifest.Budget) ([]Status, error) {
+	t, err := m.Open(agent, budgets, "")
+	if err != nil {
+		return nil, err
+	}
+	now := m.o.Now()
+	var out []Status
+	var keys []string
+	for _, l := range t.limits {
+		if l.Per == "conversation" {
+			continue
+		}
+		k, end := l.key(now, "")
+		keys = append(keys, k)
+		out = append(out, Status{Scope: l.scope, Unit: l.Unit, Per: l.Per, Limit: l.Limit, ResetsAt: end})
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	spent, err := m.o.Ledger.Spent(lctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if i < len(spent) {
+			out[i].Spent = spent[i]
+		}
+	}
+	return out, nil
+}

@@ -294,3 +294,32 @@ func redisURL(tb testing.TB) string {
 	tb.Fatal("redis-server did not start")
 	return ""
 }
+
+// Status reports each budget's current window as the console shows it:
+// what was settled in it, its limit and when it resets; a new window
+// starts at zero.
+func TestStatusReportsTheCurrentWindow(t *testing.T) {
+	c := &clock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
+	m, err := New(Options{Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []manifest.Budget{{Unit: "requests", Limit: 5, Per: "day"}, {Unit: "tokens", Limit: 1000, Per: "conversation"}}
+	for i := 0; i < 3; i++ {
+		if _, err := call(t, m, "a", b, wire.Usage{Input: 10, Output: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := m.Status(context.Background(), "a", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Unit != "requests" || st[0].Spent != 3 || st[0].Limit != 5 || st[0].Scope != ScopeAgent ||
+		!st[0].ResetsAt.Equal(time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("status %+v, want the day's 3 of 5 requests (conversation budgets left out)", st)
+	}
+	c.set(time.Date(2026, 3, 11, 0, 0, 1, 0, time.UTC))
+	if st, _ := m.Status(context.Background(), "a", b); len(st) != 1 || st[0].Spent != 0 {
+		t.Fatalf("next day's status %+v, want 0 spent", st)
+	}
+}
