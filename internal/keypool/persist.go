@@ -84,16 +84,19 @@ type persister struct {
 	shared  Shared
 	onError func(error)
 
-	wake  chan struct{}
-	done  chan struct{}
-	stop  func()
-	close func() error
-	once  sync.Once
-	flush sync.Mutex
+	wake chan struct{}
+	done chan struct{}
+	// exited is closed when run has returned: no background write is
+	// under way or to come.
+	exited chan struct{}
+	stop   func()
+	close  func() error
+	once   sync.Once
+	flush  sync.Mutex
 }
 
 func newPersister(ps *Pools, path string, shared Shared, onError func(error)) (*persister, error) {
-	p := &persister{ps: ps, path: path, shared: shared, onError: onError, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &persister{ps: ps, path: path, shared: shared, onError: onError, wake: make(chan struct{}, 1), done: make(chan struct{}), exited: make(chan struct{})}
 	if p.onError == nil {
 		p.onError = func(error) {}
 	}
@@ -132,6 +135,9 @@ func newPersister(ps *Pools, path string, shared Shared, onError func(error)) (*
 				p.stop()
 			}
 			close(p.done)
+			// The last write is this one: the background writer has
+			// stopped (a write it had begun is finished).
+			<-p.exited
 			err = p.write()
 		})
 		return err
@@ -199,6 +205,7 @@ func (p *persister) poke() {
 }
 
 func (p *persister) run() {
+	defer close(p.exited)
 	for {
 		select {
 		case <-p.done:
