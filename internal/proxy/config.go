@@ -404,7 +404,7 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if err := c.checkBudgets(); err != nil {
+	if err := errors.Join(c.checkBudgets(), c.checkAdmin()); err != nil {
 		return c, err
 	}
 	if _, err := history.ParseSync(c.HistoryFsync); err != nil {
@@ -416,12 +416,6 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("CLLAMA_UPSTREAM_CLIENT / -upstream-client: %q is not a client; use %q (the default) or %q", c.UpstreamClient, UpstreamH1, UpstreamNetHTTP)
 	}
 	c.DefaultProvider = strings.ToLower(strings.TrimSpace(c.DefaultProvider))
-	if c.AdminAddr != "" && c.AdminToken == "" && c.AdminTokenFile == "" {
-		return c, fmt.Errorf("CLLAMA_ADMIN_ADDR / -admin-addr is set but no operator token is: set CLLAMA_ADMIN_TOKEN_FILE (claw up writes .claw-auth/operator-token) or CLLAMA_ADMIN_TOKEN")
-	}
-	if c.AdminToken != "" && c.AdminTokenFile != "" {
-		return c, fmt.Errorf("CLLAMA_ADMIN_TOKEN and CLLAMA_ADMIN_TOKEN_FILE are both set; keep one")
-	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q; cllama takes flags only (see -h)", fs.Args())
 	}
@@ -443,6 +437,18 @@ func LoadConfig(args, environ []string, usage io.Writer) (Config, error) {
 		return c, fmt.Errorf("timeouts must be > 0")
 	}
 	return c, nil
+}
+
+// checkAdmin checks that an admin listener has exactly one operator
+// token source.
+func (c *Config) checkAdmin() error {
+	if c.AdminAddr != "" && c.AdminToken == "" && c.AdminTokenFile == "" {
+		return fmt.Errorf("CLLAMA_ADMIN_ADDR / -admin-addr is set but no operator token is: set CLLAMA_ADMIN_TOKEN_FILE (claw up writes .claw-auth/operator-token) or CLLAMA_ADMIN_TOKEN")
+	}
+	if c.AdminToken != "" && c.AdminTokenFile != "" {
+		return fmt.Errorf("CLLAMA_ADMIN_TOKEN and CLLAMA_ADMIN_TOKEN_FILE are both set; keep one")
+	}
+	return nil
 }
 
 // checkBudgets checks that the body bounds a setting gives can each admit a
