@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/testproc"
 
 	"github.com/redis/go-redis/v9"
 
@@ -207,31 +207,7 @@ func TestARestartEndsPendingRequestsLost(t *testing.T) {
 // redisURL starts a redis-server of the test's own, or skips when the
 // binary is missing.
 func redisURL(tb testing.TB) string {
-	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		tb.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "redis://" + addr + "/0"
-		}
-	}
-	tb.Fatal("redis-server did not start")
-	return ""
+	return testproc.Redis(tb)
 }
 
 func redisStore(t *testing.T, url, replica string) *Redis {

@@ -3,13 +3,12 @@ package mediate
 import (
 	"bufio"
 	"context"
-	"fmt"
-	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/testproc"
 
 	"github.com/redis/go-redis/v9"
 
@@ -290,30 +289,7 @@ func TestADecisionOnAnotherReplicaReleasesTheCall(t *testing.T) {
 
 // approvalsRedis starts a redis-server of the test's own, or skips.
 func approvalsRedis(t *testing.T) string {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "redis://" + addr + "/0"
-		}
-	}
-	t.Fatal("redis-server did not start")
-	return ""
+	return testproc.Redis(t)
 }
 
 // A cllama restart: the requests the stopped process left pending end
