@@ -3,20 +3,22 @@ package proxy
 import (
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
+
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
-// forwardedRequestHeaders is the allowlist of runner headers sent upstream.
+// baseForwardedHeaders is the allowlist of runner headers sent upstream,
+// before the formats add theirs (wire.HeaderForwarding).
 // Credential starvation (spec 000, ADR-007) means the agent's token must
 // never leave the proxy, and an allowlist cannot leak a header nobody
 // thought of (Authorization, x-api-key, cookies, Azure's api-key, an
 // OpenAI-Organization that would bill another org...). Everything here is
 // protocol, not identity. Content-Type is always set to application/json
 // by send.
-var forwardedRequestHeaders = []string{
+var baseForwardedHeaders = []string{
 	"Accept",
-	"Anthropic-Version",
-	"Anthropic-Beta",
 	"User-Agent",
 	"Idempotency-Key",
 	// OpenRouter's optional app attribution.
@@ -24,9 +26,25 @@ var forwardedRequestHeaders = []string{
 	"X-Title",
 }
 
-// copyRequestHeaders copies the allowlisted headers of in to out.
-func copyRequestHeaders(out, in http.Header) {
-	for _, k := range forwardedRequestHeaders {
+// forwardedHeaders is the allowlist: the base names and those the formats
+// declare, canonical, each once.
+func forwardedHeaders(fs []wire.Format) []string {
+	names := slices.Clone(baseForwardedHeaders)
+	for _, f := range fs {
+		if hf, ok := f.(wire.HeaderForwarding); ok {
+			for _, k := range hf.ForwardedHeaders() {
+				if k = http.CanonicalHeaderKey(k); !slices.Contains(names, k) {
+					names = append(names, k)
+				}
+			}
+		}
+	}
+	return names
+}
+
+// copyRequestHeaders copies the headers of in that allow names to out.
+func copyRequestHeaders(out, in http.Header, allow []string) {
+	for _, k := range allow {
 		if v := in[k]; len(v) > 0 {
 			out[k] = v
 		}

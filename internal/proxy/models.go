@@ -197,7 +197,7 @@ func (s *Server) fetchModels(ctx context.Context, rt *Route, h http.Header) ([]w
 	if err != nil {
 		return nil, err
 	}
-	copyRequestHeaders(req.Header, h)
+	copyRequestHeaders(req.Header, h, s.forward)
 	switch rt.Auth {
 	case manifest.ProviderAuthBearer:
 		req.Header["Authorization"] = rt.authValue

@@ -12,6 +12,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/formats"
 )
 
 // TestUpstreamConnectionsPooled checks that concurrent exchanges reuse
@@ -120,7 +121,7 @@ func TestCopyRequestHeadersAllowlist(t *testing.T) {
 		"Accept":              {"text/event-stream"},
 	}
 	out := http.Header{}
-	copyRequestHeaders(out, in)
+	copyRequestHeaders(out, in, forwardedHeaders(formats.All()))
 	want := []string{"Accept", "Anthropic-Beta", "Anthropic-Version", "X-Stainless-Lang"}
 	if len(out) != len(want) {
 		t.Fatalf("%v", out)
@@ -162,4 +163,26 @@ func FuzzAssemblers(f *testing.F) {
 func jsonValid(b []byte) bool {
 	var v any
 	return json.Unmarshal(b, &v) == nil
+}
+
+// Spans name the route a path matched, taken from the formats' object
+// routes; an object's id never becomes a span name.
+func TestSpanRouteNamesObjectRoutes(t *testing.T) {
+	_, routes, err := storedFormats(formats.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{objectRoutes: routes}
+	for path, want := range map[string]string{
+		"/v1/responses/resp_1":             "/v1/responses/{id}",
+		"/v1/responses/resp_1/input_items": "/v1/responses/{id}/input_items",
+		"/v1/responses/resp_1/cancel":      "/v1/responses/{id}/cancel",
+		"/v1/responses/a/b/c/d":            "other",
+		"/v1/models/gpt-x":                 "/v1/models/{model}",
+		"/mcp":                             "/mcp",
+	} {
+		if got := s.spanRoute(path); got != want {
+			t.Errorf("spanRoute(%q) = %q, want %q", path, got, want)
+		}
+	}
 }

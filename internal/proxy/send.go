@@ -73,7 +73,7 @@ func (s *Server) sendKey(ctx context.Context, c *upstreamCall, url string, body 
 	if body != nil {
 		setBody(req, body, c.hold)
 	}
-	copyRequestHeaders(req.Header, c.header)
+	copyRequestHeaders(req.Header, c.header, s.forward)
 	tracing.Inject(ctx, req.Header) // the provider joins the agent's trace
 	if body != nil {
 		// The body was checked to be JSON, whatever the runner labelled

@@ -139,6 +139,9 @@ type Server struct {
 	// owns each stored object.
 	stored       []*storedFormat
 	objectRoutes []objectRoute
+	// forward is the allowlist of runner headers sent upstream
+	// (forwardedHeaders).
+	forward []string
 	owners       owners.Registry
 
 	// admit bounds the bodies and per-agent requests in progress.
@@ -194,6 +197,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 		}
 		s.noRoute += sep + " POST " + f.Endpoint().Route
 	}
+	s.forward = forwardedHeaders(s.formats)
 	var err error
 	if s.stored, s.objectRoutes, err = storedFormats(s.formats); err != nil {
 		return nil, err
@@ -337,7 +341,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tracing.Enabled() {
 		// One server span per request, joining the runner's trace when it
 		// sent a traceparent; stages add what they learn to it.
-		ctx, span := tracing.Start(tracing.Extract(r.Context(), r.Header), "cllama "+r.Method+" "+spanRoute(r.URL.Path), trace.SpanKindServer)
+		ctx, span := tracing.Start(tracing.Extract(r.Context(), r.Header), "cllama "+r.Method+" "+s.spanRoute(r.URL.Path), trace.SpanKindServer)
 		sw := &tracing.StatusWriter{ResponseWriter: w}
 		defer func() {
 			span.SetAttributes(attribute.Int("http.response.status_code", sw.Status))
@@ -392,12 +396,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // spanRoute is a request path as a span names it: the route it matched,
 // bounded (object ids and unknown paths are not span names).
-func spanRoute(path string) string {
+func (s *Server) spanRoute(path string) string {
+	for _, o := range s.objectRoutes {
+		if id, ok := strings.CutPrefix(path, o.prefix); ok {
+			if id, ok = strings.CutSuffix(id, o.suffix); ok && id != "" && !strings.Contains(id, "/") {
+				return o.Route
+			}
+		}
+	}
 	switch {
 	case path == pathMCP, path == pathHealth, path == pathModels:
 		return path
-	case strings.HasPrefix(path, "/v1/responses/"):
-		return "/v1/responses/{id}"
 	case strings.HasPrefix(path, "/v1/models/"):
 		return "/v1/models/{model}"
 	case strings.HasPrefix(path, "/v1/") && strings.Count(path, "/") <= 4 && len(path) <= 40:

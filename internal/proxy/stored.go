@@ -32,10 +32,6 @@ import (
 // idSegment is the placeholder of an object's id in wire.ObjectRoute.
 const idSegment = "{id}"
 
-// continuesField names, in messages, the member a request continues a
-// stored object with: the Responses API's, the one stored format.
-const continuesField = "previous_response_id"
-
 // storedFormat is what the proxy keeps of a format's wire.Stored ability.
 type storedFormat struct {
 	wire.Stored
@@ -305,11 +301,11 @@ func (s *Server) checkContinues(st *storedFormat, body []byte, agent *agentctx.A
 	q := quoteForMessage(prev)
 	o, ok := s.owners.Owner(prev)
 	if !ok || o.Agent != agent.ID {
-		return badRequest(fmt.Sprintf("%s %s is not a %s of this agent", continuesField, q, st.noun))
+		return badRequest(fmt.Sprintf("%s %s is not a %s of this agent", st.ContinuesMember(), q, st.noun))
 	}
 	if o.Provider != route.Name {
 		return badRequest(fmt.Sprintf("%s %s is stored by provider %s, but this request is routed to provider %s: a %s can only be continued at the provider that stores it (name a model of %s)",
-			continuesField, q, o.Provider, route.Name, st.noun, o.Provider))
+			st.ContinuesMember(), q, o.Provider, route.Name, st.noun, o.Provider))
 	}
 	return nil
 }

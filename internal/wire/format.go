@@ -147,6 +147,16 @@ type NativeProvider interface {
 	NativeProvider() string
 }
 
+// HeaderForwarding is a format whose clients send protocol headers the
+// provider needs (optional ability; Anthropic's anthropic-version and
+// anthropic-beta). The proxy forwards a runner's request headers by an
+// allowlist; these join it. They must be protocol, never identity or
+// credentials.
+type HeaderForwarding interface {
+	// ForwardedHeaders are the header names, in any case.
+	ForwardedHeaders() []string
+}
+
 // TokenCounter is a format whose API counts a request's input tokens
 // without generating (optional ability; Anthropic's POST
 // /v1/messages/count_tokens). The request body has the shape of the
@@ -215,6 +225,9 @@ type Stored interface {
 	// Continues is the id of the stored object a generation request
 	// continues from ("" when none; Responses previous_response_id).
 	Continues(body []byte) string
+	// ContinuesMember is the request member Continues reads, as messages
+	// name it ("previous_response_id").
+	ContinuesMember() string
 }
 
 // ObjectRoute is one route on a stored object. Route and Upstream hold the

@@ -48,3 +48,7 @@ func (Format) ModelObject(m wire.Model) []byte {
 	b, _ := wire.MarshalUnescaped(info(m))
 	return b
 }
+
+// ForwardedHeaders implements wire.HeaderForwarding: the API version the
+// SDK speaks and the beta features it opts into reach the provider.
+func (Format) ForwardedHeaders() []string { return []string{"Anthropic-Version", "Anthropic-Beta"} }

@@ -16,13 +16,13 @@ var (
 
 // ContinuesFrom implements wire.LiveContinuing.
 func (Format) ContinuesFrom(r *wire.Request) string {
-	id, _ := wire.String(r.Fields["previous_response_id"])
+	id, _ := wire.String(r.Fields[continuesMember])
 	return id
 }
 
 // ContinueFrom implements wire.LiveContinuing.
 func (Format) ContinueFrom(r *wire.Request, id string) {
-	r.Fields["previous_response_id"] = wire.Quote(id)
+	r.Fields[continuesMember] = wire.Quote(id)
 }
 
 // PrepareStreamingUpstream implements wire.LiveStreaming: PrepareUpstream's

@@ -190,7 +190,13 @@ func (Format) CreatedID(body []byte) string {
 
 // Continues implements wire.Stored: previous_response_id.
 func (Format) Continues(body []byte) string {
-	raw, _ := jsontop.Find(body, "previous_response_id")
+	raw, _ := jsontop.Find(body, continuesMember)
 	id, _ := wire.String(raw)
 	return id
 }
+
+// continuesMember is the request member that continues a stored response.
+const continuesMember = "previous_response_id"
+
+// ContinuesMember implements wire.Stored.
+func (Format) ContinuesMember() string { return continuesMember }
