@@ -142,7 +142,7 @@ type Server struct {
 	// forward is the allowlist of runner headers sent upstream
 	// (forwardedHeaders).
 	forward []string
-	owners       owners.Registry
+	owners  owners.Registry
 
 	// admit bounds the bodies and per-agent requests in progress.
 	admit *admission
