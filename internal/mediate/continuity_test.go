@@ -3,7 +3,6 @@ package mediate
 import (
 	"context"
 	"fmt"
-	"github.com/clawdapus/clawgo/internal/continuity"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/continuity"
 
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"

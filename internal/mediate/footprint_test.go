@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/clawdapus/clawgo/internal/continuity"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/continuity"
 
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )

@@ -195,23 +195,23 @@ func New(o Options) (*Mediator, error) {
 func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.Exchange) {
 	wf, err := formats.Lookup(x.Format)
 	if err != nil {
-		// No format, so no error shape to answer in; the edge routes only
-		// registered formats, so this is a wiring bug.
-		http.Error(w, "cllama: "+err.Error(), http.StatusInternalServerError)
+		// The edge routes only registered formats, so this is a wiring
+		// bug; it is answered in the registry's fallback shape.
+		apierror.New(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()).Write(w, formats.Fallback())
 		return
 	}
 	f, ok := m.loops[x.Format]
 	if !ok {
-		apierror.Write(w, wf, http.StatusInternalServerError, apierror.TypeAPI,
-			"cllama: managed tools are not available for the "+wf.Name()+" format (POST "+wf.Endpoint().Route+")")
+		apierror.New(http.StatusInternalServerError, apierror.TypeAPI,
+			"cllama: managed tools are not available for the "+wf.Name()+" format (POST "+wf.Endpoint().Route+")").Write(w, wf)
 		return
 	}
 	if x.Agent == nil || x.Agent.Tools == nil {
-		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeAPI, "cllama: mediation called for an agent without managed tools")
+		apierror.New(http.StatusInternalServerError, apierror.TypeAPI, "cllama: mediation called for an agent without managed tools").Write(w, f)
 		return
 	}
 	if x.Agent.ToolsErr != nil {
-		apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest, "cllama: agent "+x.Agent.ID+": "+x.Agent.ToolsErr.Error())
+		apierror.New(http.StatusInternalServerError, apierror.TypeManifest, "cllama: agent "+x.Agent.ID+": "+x.Agent.ToolsErr.Error()).Write(w, f)
 		return
 	}
 	var rs *responder
@@ -221,7 +221,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 		if p := recover(); p != nil {
 			fail := internalFailure("internal error: %v", p)
 			if rs == nil {
-				apierror.Write(w, f, fail.status, fail.errType, fail.msg)
+				fail.apiError().Write(w, f)
 			} else {
 				rs.stopKeepalive()
 				rs.finish(outcome{fail: fail}, wire.Usage{}, false)
@@ -231,7 +231,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	}()
 	t, fail := m.newTurn(r.Context(), x, f)
 	if fail != nil {
-		apierror.Write(w, f, fail.status, fail.errType, fail.msg)
+		fail.apiError().Write(w, f)
 		m.rec.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
 			Model: x.Model, Stream: x.Stream, Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
 			StatusCode: fail.status, Error: fail.msg, LatencyMS: audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())})

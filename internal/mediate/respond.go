@@ -8,7 +8,6 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/sse"
 	"github.com/clawdapus/clawgo/internal/wire"
-	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // responder writes the runner's response. For a streaming runner it sends
@@ -136,23 +135,16 @@ func (r *responder) fail(f *failure) {
 	if f.clientGone {
 		return
 	}
+	e := f.apiError()
 	if r.started {
 		if le, ok := r.liveEnc.(wire.LiveErrorer); ok && r.live {
-			e := le.ErrorEvent(f.errType, f.msg)
-			_ = r.sw.Event(sse.Event{Name: e.Name, Data: apierror.WithFields(e.Data, f.fields)})
+			_ = r.sw.Event(e.EventOf(le.ErrorEvent(e.Type, e.Message)))
 			return
 		}
-		_ = r.sw.Event(apierror.StreamEventFields(r.f, f.errType, f.msg, f.fields))
+		_ = r.sw.Event(e.Event(r.f))
 		return
 	}
-	if f.fields != nil {
-		if f.retryAfter > 0 {
-			r.w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
-		}
-		apierror.WriteFields(r.w, r.f, f.status, f.errType, f.msg, f.fields)
-		return
-	}
-	if f.upstream != nil {
+	if f.upstream != nil && f.fields == nil {
 		h := r.w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(f.upstream)))
@@ -160,5 +152,5 @@ func (r *responder) fail(f *failure) {
 		_, _ = r.w.Write(f.upstream)
 		return
 	}
-	apierror.Write(r.w, r.f, f.status, f.errType, f.msg)
+	e.Write(r.w, r.f)
 }

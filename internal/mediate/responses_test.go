@@ -3,11 +3,12 @@ package mediate
 import (
 	"context"
 	"encoding/json"
-	"github.com/clawdapus/clawgo/internal/continuity"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/clawdapus/clawgo/internal/continuity"
 )
 
 // Rules of the Responses API the shared scenario table cannot express:

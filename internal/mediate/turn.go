@@ -99,6 +99,12 @@ type failure struct {
 
 func (f *failure) Error() string { return f.msg }
 
+// apiError is the failure as cllama writes it to the runner (when it is
+// not an upstream error relayed as it came).
+func (f *failure) apiError() *apierror.Error {
+	return &apierror.Error{Status: f.status, Type: f.errType, Message: f.msg, Fields: f.fields, RetryAfter: f.retryAfter}
+}
+
 func internalFailure(format string, args ...any) *failure {
 	return &failure{status: http.StatusBadGateway, errType: apierror.TypeToolMediation, msg: "cllama: " + fmt.Sprintf(format, args...)}
 }
@@ -286,9 +292,8 @@ func (t *turn) send(ctx, parent context.Context, body [][]byte) (int, []byte, st
 	}
 	if r, ok := spend.AsRefusal(err); ok {
 		// A budget refused the round before it left.
-		f := &failure{status: r.Status, errType: r.Type, msg: r.Error(), fields: r.Fields()}
-		f.retryAfter, _ = r.RetryAfter(t.m.opt.Now())
-		return 0, nil, "", nil, f
+		e := r.APIError(t.m.opt.Now())
+		return 0, nil, "", nil, &failure{status: e.Status, errType: e.Type, msg: e.Message, fields: e.Fields, retryAfter: e.RetryAfter}
 	}
 	if err != nil {
 		t.x.Spend.Release(ctx)

@@ -302,17 +302,17 @@ func (l *bodyLease) end() {
 }
 
 // overBudget is the answer to a body the budget could not hold.
-func (s *Server) overBudget(agent string, err error) *statusError {
+func (s *Server) overBudget(agent string, err error) *apierror.Error {
 	if errors.Is(err, errAgentOverBudget) {
-		return retrySoon(errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
+		return retrySoon(apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit,
 			fmt.Sprintf("agent %s already holds as many request bodies in progress as one agent may (%d bytes, CLLAMA_MAX_INFLIGHT_BYTES_PER_AGENT); retry when one finishes", agent, s.cfg.MaxAgentInflightBytes)))
 	}
-	return retrySoon(errStatus(http.StatusServiceUnavailable, apierror.TypeOverloaded,
+	return retrySoon(apierror.New(http.StatusServiceUnavailable, apierror.TypeOverloaded,
 		fmt.Sprintf("cllama is holding as many request bodies as it may (%d bytes in flight, CLLAMA_MAX_INFLIGHT_BYTES); retry shortly", s.cfg.MaxInflightBytes)))
 }
 
-func (s *Server) agentBusy(agent string) *statusError {
-	return retrySoon(errStatus(http.StatusTooManyRequests, apierror.TypeRateLimit,
+func (s *Server) agentBusy(agent string) *apierror.Error {
+	return retrySoon(apierror.New(http.StatusTooManyRequests, apierror.TypeRateLimit,
 		fmt.Sprintf("agent %s already has %d requests in progress, the most one agent may have (CLLAMA_MAX_CONCURRENT_PER_AGENT), and this one found no slot within %s behind at most %d others (CLLAMA_QUEUE_WAIT, CLLAMA_MAX_QUEUED_PER_AGENT); retry when one finishes",
 			agent, s.cfg.MaxAgentConcurrency, s.cfg.QueueWait, s.cfg.MaxQueuedPerAgent)))
 }

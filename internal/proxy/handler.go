@@ -24,13 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-func writeError(w http.ResponseWriter, f wire.Format, se *statusError) {
-	if se.retry {
-		w.Header().Set("Retry-After", "1")
-	}
-	apierror.Write(w, f, se.status, se.typ, se.msg)
-}
-
 // serveGeneration handles a POST to the generation endpoint of
 // s.formats[fi]: the edge (openExchange), then the tool loop for an agent
 // with managed tools, or the request relayed as it comes.
@@ -52,7 +45,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, fi int)
 	}
 	upstream, err := upstreamBody(m.x.Body, m.body, m.info)
 	if err != nil {
-		s.failExchange(w, f, m.x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
+		s.failExchange(w, f, m.x, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
 		return
 	}
 	var strip usageAsker
@@ -83,7 +76,7 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request, fi int) {
 	}
 	upstream, err := upstreamBody(m.x.Body, m.body, m.info)
 	if err != nil {
-		s.failExchange(w, f, m.x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
+		s.failExchange(w, f, m.x, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, "cllama: "+err.Error()))
 		return
 	}
 	s.relayCount(w, r, f, m.x, slices.Concat(upstream...))
@@ -118,18 +111,18 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	reject := func(a *agentctx.Agent, err error) {
 		se := asStatus(err)
 		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: string(format),
-			StatusCode: se.status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+			StatusCode: se.Status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
 		if a != nil {
 			ev.ClawID = a.ID
 			ev.ManifestPresent, ev.ToolsCount = audit.Ptr(a.Tools != nil), audit.Ptr(a.ToolsCount())
 		}
 		s.rec.Emit(ev)
-		writeError(w, f, se)
+		se.Write(w, f)
 	}
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		reject(nil, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use POST "+r.URL.Path))
+		reject(nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use POST "+r.URL.Path))
 		return nil, false
 	}
 	token, ok := presentedToken(r)
@@ -234,14 +227,14 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	if !neverStreams {
 		// A token count is never costed; every generation is.
 		if err := s.openSpend(x); err != nil {
-			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeManifest, err.Error()+"; fix the pod and recompile with `claw compile`"))
+			s.failExchange(w, f, x, apierror.New(http.StatusInternalServerError, apierror.TypeManifest, err.Error()+"; fix the pod and recompile with `claw compile`"))
 			return m, false
 		}
 		m.x = x
 	}
 	if s.decorator != nil {
 		if err := s.decorator.Decorate(r.Context(), x); err != nil {
-			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
+			s.failExchange(w, f, x, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, "context feed decoration failed: "+err.Error()))
 			return m, false
 		}
 	}
@@ -289,8 +282,8 @@ func (s *Server) refuseBrokenManifest(w http.ResponseWriter, f wire.Format, x *e
 	s.auditExchange(x, audit.TypeManifestError, func(e *audit.Event) {
 		e.StatusCode, e.Error = http.StatusInternalServerError, msg
 	})
-	apierror.Write(w, f, http.StatusInternalServerError, apierror.TypeManifest,
-		fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error())))
+	apierror.New(http.StatusInternalServerError, apierror.TypeManifest,
+		fmt.Sprintf("agent %s: %s; fix the pod and recompile with `claw compile` (details in the cllama audit log)", agent.ID, withoutValues(agent.ToolsErr.Error()))).Write(w, f)
 }
 
 // countMediated counts the tokens of a mediated exchange as the mediator
@@ -298,12 +291,12 @@ func (s *Server) refuseBrokenManifest(w http.ResponseWriter, f wire.Format, x *e
 func (s *Server) countMediated(w http.ResponseWriter, r *http.Request, f wire.Format, x *exchange.Exchange) {
 	p, ok := s.mediator.(exchange.Presenter)
 	if !ok {
-		s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
+		s.failExchange(w, f, x, apierror.New(http.StatusInternalServerError, apierror.TypeAPI, "token counting is not available with managed tools in this cllama"))
 		return
 	}
 	presented, err := p.Present(r.Context(), x)
 	if err != nil {
-		s.failExchange(w, f, x, errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
+		s.failExchange(w, f, x, apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, "cllama: "+err.Error()))
 		return
 	}
 	s.relayCount(w, r, f, x, presented)
@@ -460,8 +453,8 @@ func readGrowing(src io.Reader, size int64, known bool, lease *bodyLease) (body 
 	return buf[:n], pb, nil
 }
 
-func (s *Server) tooLarge(limit bodyLimit) *statusError {
-	return errStatus(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
+func (s *Server) tooLarge(limit bodyLimit) *apierror.Error {
+	return apierror.New(http.StatusRequestEntityTooLarge, apierror.TypeRequestTooLarge,
 		fmt.Sprintf("request body exceeds the %d-byte limit (%s)", limit.max, limit.setting))
 }
 
@@ -471,7 +464,7 @@ func (s *Server) bodyError(err error, limit bodyLimit) error {
 	case errors.As(err, &mbe):
 		return s.tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return errStatus(http.StatusRequestTimeout, apierror.TypeTimeout, "request body was not received in time")
+		return apierror.New(http.StatusRequestTimeout, apierror.TypeTimeout, "request body was not received in time")
 	default:
 		return badRequest("could not read the request body: " + err.Error())
 	}

@@ -18,7 +18,7 @@ const pathMCP = "/mcp"
 
 // errMissingMCPCredentials is the 401 of an MCP request without a bearer
 // token: MCP clients send Authorization, never x-api-key.
-var errMissingMCPCredentials = errStatus(http.StatusUnauthorized, apierror.TypeAuthentication,
+var errMissingMCPCredentials = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication,
 	"missing credentials: send Authorization: Bearer <agent-id>:<secret> (the agent's token; /claw/mcp.json and CLAW_MCP_TOKEN carry it)")
 
 // serveMCP authenticates an MCP request exactly as a model request is
@@ -38,16 +38,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	se := asStatus(err)
 	id := s.newRequestID()
 	w.Header().Set("X-Request-Id", id)
-	if se.status == http.StatusUnauthorized {
+	if se.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cllama"`)
 	}
 	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP,
-		StatusCode: se.status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+		StatusCode: se.Status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
 	if agent != nil {
 		ev.ClawID = agent.ID
 	}
 	s.rec.Emit(ev)
-	writeError(w, s.fallback, se)
+	se.Write(w, s.fallback)
 }
 
 // mcpCaller authenticates an MCP request's bearer token.

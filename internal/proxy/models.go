@@ -36,18 +36,18 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	id := s.newRequestID()
 	w.Header().Set("X-Request-Id", id)
 	fi, f := s.catalogFormat(r.Header)
-	reject := func(a *agentctx.Agent, se *statusError) {
-		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.status,
-			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+	reject := func(a *agentctx.Agent, se *apierror.Error) {
+		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.Status,
+			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
 		if a != nil {
 			ev.ClawID = a.ID
 		}
 		s.rec.Emit(ev)
-		writeError(w, f, se)
+		se.Write(w, f)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		reject(nil, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use GET "+pathModels))
+		reject(nil, apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use GET "+pathModels))
 		return
 	}
 	agent, err := s.caller(r)
@@ -75,7 +75,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if !found {
-			reject(agent, errStatus(http.StatusNotFound, apierror.TypeNotFound,
+			reject(agent, apierror.New(http.StatusNotFound, apierror.TypeNotFound,
 				fmt.Sprintf("model %s is not one agent %s may use (GET %s lists them)", quoteForMessage(want), agent.ID, pathModels)))
 			return
 		}
@@ -184,7 +184,7 @@ func (c *modelListCache) get(ctx context.Context, s *Server, rt *Route, h http.H
 	case <-e.done:
 		return e.models, e.err
 	case <-ctx.Done():
-		return nil, errStatus(StatusClientClosed, apierror.TypeAPI, "client disconnected while the model list was fetched")
+		return nil, apierror.New(StatusClientClosed, apierror.TypeAPI, "client disconnected while the model list was fetched")
 	}
 }
 
@@ -206,15 +206,15 @@ func (s *Server) fetchModels(ctx context.Context, rt *Route, h http.Header) ([]w
 	}
 	resp, err := s.transport.RoundTrip(req)
 	if err != nil {
-		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxModelListBytes))
 	if err != nil {
-		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: status %d", rt.Name, resp.StatusCode))
+		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: status %d", rt.Name, resp.StatusCode))
 	}
 	var list struct {
 		Data []struct {
@@ -222,7 +222,7 @@ func (s *Server) fetchModels(ctx context.Context, rt *Route, h http.Header) ([]w
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, errStatus(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
+		return nil, apierror.New(http.StatusBadGateway, apierror.TypeUpstream, fmt.Sprintf("provider %s: listing models: %v", rt.Name, err))
 	}
 	out := make([]wire.Model, 0, len(list.Data))
 	for _, m := range list.Data {

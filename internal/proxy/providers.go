@@ -116,7 +116,7 @@ func (r *Route) checkSpeaks(fi int, endpoint string) error {
 	if r.spoken != "" {
 		msg += "; it speaks " + r.spoken
 	}
-	return errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, msg)
+	return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, msg)
 }
 
 // registry is an immutable set of routes.

@@ -10,6 +10,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/wire"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // StatusClientClosed is recorded (never sent) when the runner went away
@@ -55,9 +56,9 @@ func (s *Server) auditExchange(x *exchange.Exchange, typ string, fill func(*audi
 var eventPool = sync.Pool{New: func() any { return new(audit.Event) }}
 
 // failExchange answers x with a cllama error and records it.
-func (s *Server) failExchange(w http.ResponseWriter, f wire.Format, x *exchange.Exchange, se *statusError) {
-	s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.StatusCode, e.Error = se.status, se.msg })
-	writeError(w, f, se)
+func (s *Server) failExchange(w http.ResponseWriter, f wire.Format, x *exchange.Exchange, se *apierror.Error) {
+	s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.StatusCode, e.Error = se.Status, se.Message })
+	se.Write(w, f)
 }
 
 // recordResponse emits the response event and, for a completed 2xx

@@ -77,15 +77,15 @@ func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, f wire.F
 
 // upstreamError is the answer to a call that produced no response; nil
 // when the runner went away (nobody to answer).
-func (s *Server) upstreamError(r *http.Request, x *exchange.Exchange, err error) *statusError {
+func (s *Server) upstreamError(r *http.Request, x *exchange.Exchange, err error) *apierror.Error {
 	switch {
 	case r.Context().Err() != nil:
 		return nil
 	case errors.Is(err, ErrFirstByteTimeout):
-		return errStatus(http.StatusGatewayTimeout, apierror.TypeTimeout,
+		return apierror.New(http.StatusGatewayTimeout, apierror.TypeTimeout,
 			fmt.Sprintf("provider %s did not answer within %s (CLLAMA_FIRST_BYTE_TIMEOUT)", x.Provider, s.cfg.FirstByteTimeout))
 	default:
-		return errStatus(http.StatusBadGateway, apierror.TypeUpstream,
+		return apierror.New(http.StatusBadGateway, apierror.TypeUpstream,
 			fmt.Sprintf("provider %s could not be reached: %v", x.Provider, err))
 	}
 }
@@ -270,7 +270,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 			return
 		}
 		msg := streamFailure(x.Provider, readErr, s.cfg)
-		_ = sw.Event(apierror.StreamEvent(f, apierror.TypeUpstreamStream, msg))
+		_ = sw.Event(apierror.New(resp.StatusCode, apierror.TypeUpstreamStream, msg).Event(f))
 		cost := s.settle(x, resp.StatusCode, st.Usage, st.HaveUsage)
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
 			e.StatusCode, e.Error = resp.StatusCode, msg

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 
 	"github.com/clawdapus/clawgo/internal/wire"
 )
@@ -102,6 +103,6 @@ func allowModel(a *agentctx.Agent, routed, asked string) error {
 	if routed != asked {
 		as += " (" + quoteForMessage(routed) + ")"
 	}
-	return errStatus(http.StatusForbidden, TypeModelNotAllowed, fmt.Sprintf("model %s is not allowed for agent %s; allowed models: %s",
+	return apierror.New(http.StatusForbidden, TypeModelNotAllowed, fmt.Sprintf("model %s is not allowed for agent %s; allowed models: %s",
 		as, a.ID, strings.Join(allowed, ", ")))
 }

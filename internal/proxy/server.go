@@ -383,7 +383,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == pathHealth {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, s.fallback, errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use GET /health"))
+			apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest, "use GET /health").Write(w, s.fallback)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -433,14 +433,14 @@ func (s *Server) serveNoRoute(w http.ResponseWriter, r *http.Request) {
 			r.Method, quoteForMessage(r.URL.Path), baseURLOf(r))
 	}
 	f := s.family(path)
-	se := errStatus(http.StatusNotFound, apierror.TypeNotFound, msg)
-	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.status,
-		LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+	se := apierror.New(http.StatusNotFound, apierror.TypeNotFound, msg)
+	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.Status,
+		LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
 	if a, err := s.caller(r); err == nil {
 		ev.ClawID = a.ID
 	}
 	s.rec.Emit(ev)
-	writeError(w, f, se)
+	se.Write(w, f)
 }
 
 // family is the format whose route path is, or extends by a path
@@ -464,44 +464,29 @@ func baseURLOf(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// statusError is an error that carries its HTTP status and error type;
-// writeError is the one place that turns it into a response.
-type statusError struct {
-	status int
-	typ    string
-	msg    string
-	// retry: the runner may retry in a second (Retry-After: 1).
-	retry bool
-}
-
-func (e *statusError) Error() string { return e.msg }
-
-func errStatus(status int, typ, msg string) *statusError {
-	return &statusError{status: status, typ: typ, msg: msg}
-}
-
-// retrySoon marks se as one to retry shortly.
-func retrySoon(se *statusError) *statusError {
-	se.retry = true
+// retrySoon marks se as one the runner may retry in a second
+// (Retry-After: 1).
+func retrySoon(se *apierror.Error) *apierror.Error {
+	se.RetryAfter = 1
 	return se
 }
 
 var (
-	errMissingCredentials = errStatus(http.StatusUnauthorized, apierror.TypeAuthentication,
+	errMissingCredentials = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication,
 		"missing credentials: send Authorization: Bearer <agent-id>:<secret> (or the same value in x-api-key)")
-	errMalformedCredentials = errStatus(http.StatusUnauthorized, apierror.TypeAuthentication,
+	errMalformedCredentials = apierror.New(http.StatusUnauthorized, apierror.TypeAuthentication,
 		"malformed credentials: the API key must be \"<agent-id>:<secret>\" from the agent's metadata.json token")
-	errBadCredentials = errStatus(http.StatusForbidden, apierror.TypePermission, "invalid credentials")
+	errBadCredentials = apierror.New(http.StatusForbidden, apierror.TypePermission, "invalid credentials")
 )
 
-func asStatus(err error) *statusError {
-	var se *statusError
+func asStatus(err error) *apierror.Error {
+	var se *apierror.Error
 	if errors.As(err, &se) {
 		return se
 	}
 	var re *errRequest
 	if errors.As(err, &re) {
-		return errStatus(http.StatusBadRequest, apierror.TypeInvalidRequest, re.msg)
+		return apierror.New(http.StatusBadRequest, apierror.TypeInvalidRequest, re.msg)
 	}
-	return errStatus(http.StatusInternalServerError, apierror.TypeAPI, err.Error())
+	return apierror.New(http.StatusInternalServerError, apierror.TypeAPI, err.Error())
 }

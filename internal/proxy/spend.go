@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"time"
+
 	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/sse"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"net/http"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -20,7 +20,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/wire"
-	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
 // SpendOptions configure what model calls cost and the budgets that cap
@@ -123,10 +122,7 @@ func (s *Server) openSpend(x *exchange.Exchange) error {
 // fields in the error object, Retry-After when its window resets.
 func (s *Server) refuseBudget(w http.ResponseWriter, f wire.Format, x *exchange.Exchange, r *spend.Refusal) {
 	s.auditExchange(x, audit.TypeError, func(e *audit.Event) { e.StatusCode, e.Error = r.Status, r.Error() })
-	if secs, ok := r.RetryAfter(s.now()); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-	}
-	apierror.WriteFields(w, f, r.Status, r.Type, r.Error(), r.Fields())
+	r.APIError(s.now()).Write(w, f)
 }
 
 // settle settles x's call with the usage its provider reported (a

@@ -72,7 +72,7 @@ func TestManagedAgentGoesToMediator(t *testing.T) {
 			for range 2 {
 				resp, err := x.Send(r.Context(), x.Body)
 				if err != nil {
-					apierror.Write(w, wireFormat(t, x.Format), 502, apierror.TypeUpstream, err.Error())
+					apierror.New(502, apierror.TypeUpstream, err.Error()).Write(w, wireFormat(t, x.Format))
 					return
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)

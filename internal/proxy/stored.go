@@ -140,11 +140,11 @@ func (s *Server) serveObjectRoutes(w http.ResponseWriter, r *http.Request) bool 
 	id := s.newRequestID()
 	w.Header().Set("X-Request-Id", id)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	se := errStatus(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest,
+	se := apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest,
 		fmt.Sprintf("use %s %s", strings.Join(allow, " or "), r.URL.Path))
-	s.rec.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: matched.f.Name(), StatusCode: se.status,
-		Route: r.Method + " " + r.URL.Path, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg})
-	writeError(w, matched.f, se)
+	s.rec.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: matched.f.Name(), StatusCode: se.Status,
+		Route: r.Method + " " + r.URL.Path, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message})
+	se.Write(w, matched.f)
 	return true
 }
 
@@ -155,14 +155,14 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	reqID := s.newRequestID()
 	w.Header().Set("X-Request-Id", reqID)
 	route := r.Method + " " + r.URL.Path
-	reject := func(a *agentctx.Agent, se *statusError) {
-		ev := audit.Event{Type: audit.TypeError, RequestID: reqID, Format: o.f.Name(), Route: route, StatusCode: se.status,
-			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.msg}
+	reject := func(a *agentctx.Agent, se *apierror.Error) {
+		ev := audit.Event{Type: audit.TypeError, RequestID: reqID, Format: o.f.Name(), Route: route, StatusCode: se.Status,
+			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
 		if a != nil {
 			ev.ClawID = a.ID
 		}
 		s.rec.Emit(ev)
-		writeError(w, o.f, se)
+		se.Write(w, o.f)
 	}
 	agent, err := s.caller(r)
 	if err != nil {
@@ -192,12 +192,12 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	}
 	owner, ok := s.owners.Owner(id)
 	if !ok || owner.Agent != agent.ID {
-		reject(agent, errStatus(http.StatusNotFound, apierror.TypeNotFound, fmt.Sprintf("%s %s not found", o.noun, quoteForMessage(id))))
+		reject(agent, apierror.New(http.StatusNotFound, apierror.TypeNotFound, fmt.Sprintf("%s %s not found", o.noun, quoteForMessage(id))))
 		return
 	}
 	rt := s.providers.get(start).routes[owner.Provider]
 	if rt == nil {
-		reject(agent, errStatus(http.StatusBadGateway, apierror.TypeUpstream,
+		reject(agent, apierror.New(http.StatusBadGateway, apierror.TypeUpstream,
 			fmt.Sprintf("%s %s is stored by provider %s, which is no longer configured", o.noun, quoteForMessage(id), owner.Provider)))
 		return
 	}
@@ -219,8 +219,8 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 			s.auditExchange(x, audit.TypeError, withRoute(clientClosed))
 			return
 		}
-		s.auditExchange(x, audit.TypeError, withRoute(func(e *audit.Event) { e.StatusCode, e.Error = se.status, se.msg }))
-		writeError(w, o.f, se)
+		s.auditExchange(x, audit.TypeError, withRoute(func(e *audit.Event) { e.StatusCode, e.Error = se.Status, se.Message }))
+		se.Write(w, o.f)
 		return
 	}
 	defer resp.Body.Close()

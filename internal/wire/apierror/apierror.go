@@ -34,48 +34,60 @@ const (
 	TypeBudgetExhausted = "tool_budget_exhausted" // 502: a mediation budget ran out
 )
 
-// Write writes status and f's error body. Call it before anything else
+// Error is an error cllama answers with itself: its HTTP status, its
+// type, the message, and what else the error object says about itself.
+// It is the one way cllama's own errors are written, before a response
+// started (Write) or in-band in a stream already under way (Event).
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	// Fields are more members of the error object, beside type and
+	// message: what a refusal says about itself (a budget's scope, limit,
+	// spent and reset).
+	Fields map[string]any
+	// RetryAfter, when positive, is sent as Retry-After in seconds.
+	RetryAfter int
+}
+
+// New returns an Error.
+func New(status int, errType, msg string) *Error {
+	return &Error{Status: status, Type: errType, Message: msg}
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Write writes the status and f's error body. Call it before anything else
 // was written to w.
-func Write(w http.ResponseWriter, f wire.Format, status int, errType, msg string) {
-	b := f.ErrorBody(errType, msg)
+func (e *Error) Write(w http.ResponseWriter, f wire.Format) {
+	b := withFields(f.ErrorBody(e.Type, e.Message), e.Fields)
 	h := w.Header()
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
+	w.WriteHeader(e.Status)
 	_, _ = w.Write(b)
 }
 
-// StreamEvent returns f's in-band error event for a stream already under
-// way, when a status can no longer be sent.
-func StreamEvent(f wire.Format, errType, msg string) sse.Event {
-	e := f.ErrorEvent(errType, msg)
-	return sse.Event{Name: e.Name, Data: e.Data}
+// Event is f's in-band error event for a stream already under way, when a
+// status can no longer be sent.
+func (e *Error) Event(f wire.Format) sse.Event {
+	return e.EventOf(f.ErrorEvent(e.Type, e.Message))
 }
 
-// WriteFields is Write with more members in the error object (beside
-// type and message): what a refusal says about itself, such as a
-// budget's scope, limit and reset.
-func WriteFields(w http.ResponseWriter, f wire.Format, status int, errType, msg string, fields map[string]any) {
-	b := WithFields(f.ErrorBody(errType, msg), fields)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+// EventOf is Event for an error event the caller's encoder made (a live
+// stream's own shape), with the error's fields added.
+func (e *Error) EventOf(ev wire.Event) sse.Event {
+	return sse.Event{Name: ev.Name, Data: withFields(ev.Data, e.Fields)}
 }
 
-// StreamEventFields is StreamEvent with more members in the error object.
-func StreamEventFields(f wire.Format, errType, msg string, fields map[string]any) sse.Event {
-	e := f.ErrorEvent(errType, msg)
-	return sse.Event{Name: e.Name, Data: WithFields(e.Data, fields)}
-}
-
-// WithFields adds fields to an error body or event: into its "error"
+// withFields adds fields to an error body or event: into its "error"
 // object when it has one, else at its top level. Members already there
 // are kept.
-func WithFields(body []byte, fields map[string]any) []byte {
+func withFields(body []byte, fields map[string]any) []byte {
 	if len(fields) == 0 {
 		return body
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestWrite(t *testing.T) {
 	rec := httptest.NewRecorder()
-	Write(rec, anthropic.New(), 400, TypeInvalidRequest, `model must be "<provider>/<model>"`)
+	New(400, TypeInvalidRequest, `model must be "<provider>/<model>"`).Write(rec, anthropic.New())
 	if rec.Code != 400 || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatal(rec.Code, rec.Header())
 	}
@@ -26,8 +26,8 @@ func TestWrite(t *testing.T) {
 }
 
 func TestStreamEvent(t *testing.T) {
-	a := StreamEvent(anthropic.New(), TypeAPI, "broke")
-	o := StreamEvent(openai.New(), TypeAPI, "broke")
+	a := New(502, TypeAPI, "broke").Event(anthropic.New())
+	o := New(502, TypeAPI, "broke").Event(openai.New())
 	if a.Name != "error" || o.Name != "" {
 		t.Fatal(a.Name, o.Name)
 	}
@@ -36,5 +36,30 @@ func TestStreamEvent(t *testing.T) {
 	}
 	if json.Unmarshal(o.Data, &v) != nil || v.Error.Message != "broke" {
 		t.Fatalf("%s", o.Data)
+	}
+}
+
+// A refusal's fields join the error object, before a byte (with its
+// Retry-After) and in-band alike; members the format already has are kept.
+func TestErrorFieldsAndRetryAfter(t *testing.T) {
+	e := &Error{Status: 402, Type: "budget_exceeded", Message: "over", RetryAfter: 30,
+		Fields: map[string]any{"scope": "agent", "limit": 5, "message": "not this"}}
+	rec := httptest.NewRecorder()
+	e.Write(rec, openai.New())
+	if rec.Code != 402 || rec.Header().Get("Retry-After") != "30" {
+		t.Fatal(rec.Code, rec.Header())
+	}
+	var v struct {
+		Error struct {
+			Message, Type, Scope string
+			Limit                int
+		}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || v.Error.Message != "over" || v.Error.Scope != "agent" || v.Error.Limit != 5 {
+		t.Fatalf("%s %v", rec.Body, err)
+	}
+	ev := e.Event(anthropic.New())
+	if err := json.Unmarshal(ev.Data, &v); err != nil || ev.Name != "error" || v.Error.Scope != "agent" || v.Error.Type != "budget_exceeded" {
+		t.Fatalf("%s %v", ev.Data, err)
 	}
 }
