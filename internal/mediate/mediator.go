@@ -232,9 +232,10 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 	t, fail := m.newTurn(r.Context(), x, f)
 	if fail != nil {
 		fail.apiError().Write(w, f)
-		m.rec.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
-			Model: x.Model, Stream: x.Stream, Mediated: true, ManifestPresent: audit.Ptr(true), ToolsCount: audit.Ptr(x.Agent.ToolsCount()),
-			StatusCode: fail.status, Error: fail.msg, LatencyMS: audit.Ptr(m.opt.Now().Sub(x.Start).Milliseconds())})
+		// Refused before its first round: an error event, no history.
+		e := recorder.ExchangeEvent(x, audit.TypeError, m.opt.Now())
+		e.Mediated, e.StatusCode, e.Error, e.ErrorType = true, fail.status, fail.msg, fail.errType
+		m.rec.Emit(e)
 		return
 	}
 	rs = newResponder(w, f, t.req.Stream, m.opt.KeepaliveInterval)
