@@ -80,9 +80,6 @@ func (f *Fact) Event() audit.Event {
 	if a := f.Approval; a != nil {
 		e.Approval = &audit.Approval{ID: a.ID, Decision: a.State, By: a.By}
 	}
-	if a := f.Approval; a != nil {
-		e.Approval = &audit.Approval{ID: a.ID, Decision: a.State, By: a.By}
-	}
 	if f.Tool != nil {
 		e.Tool, e.Service = f.Tool.Name, f.Tool.Execution.Service
 	}
