@@ -131,6 +131,7 @@ shown=""
 for ip in $cllama_ip; do
   if out=$(curl -fsS -m 3 "http://$ip:9090/metrics" 2>/dev/null); then
     echo "$out" | grep -E '^cllama_(requests_total|tool_calls_total)\{' | head -16
+    echo "$out" | grep -E '^cllama_approvals_(total\{|pending)' || true
     shown=1; break
   fi
 done
