@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,9 @@ var agents = []string{"analyst", "researcher", "executor", "scout"}
 
 func tradingDesk(t *testing.T) {
 	p := startPod(t, "trading-desk", probeServices)
+	// The executor's turns 3 and 4 wait for a person: decide them as the
+	// operator while the pod runs.
+	held := decideHeldOrders(t, p)
 
 	summaries := map[string]runnerSummary{}
 	for _, agent := range agents {
@@ -106,9 +110,15 @@ func tradingDesk(t *testing.T) {
 
 	var desk received
 	p.getJSON("trading-api", 4000, "/api/v1/received", &desk)
-	t.Run("executor's trade reached the service with the projected bearer", func(t *testing.T) {
-		if len(desk.Trades) != 1 || desk.Trades[0].ClawID != "executor" || desk.Trades[0].Symbol != "AAPL" || desk.Trades[0].Quantity != 5 {
-			t.Fatalf("trades = %+v, want exactly the executor's 5 AAPL", desk.Trades)
+	t.Run("executor's trades reached the service with the projected bearer", func(t *testing.T) {
+		// The 5 AAPL is under the approve: rule's 50 shares and runs
+		// unheld; the 100 NVDA runs once approved; the 80 MSFT was denied.
+		var got []string
+		for _, tr := range desk.Trades {
+			got = append(got, fmt.Sprintf("%s %s %g", tr.ClawID, tr.Symbol, tr.Quantity))
+		}
+		if want := []string{"executor AAPL 5", "executor NVDA 100"}; !slices.Equal(got, want) {
+			t.Fatalf("trades = %q, want exactly %q", got, want)
 		}
 		for _, r := range desk.Received {
 			if !r.Authorized {
@@ -245,6 +255,10 @@ func tradingDesk(t *testing.T) {
 				t.Errorf("request event without manifest_present/tools_count: %+v", e)
 			}
 		}
+	})
+
+	t.Run("held orders: one approved, one denied", func(t *testing.T) {
+		checkHeldOrders(t, p, held, desk, summaries["executor"], seen, events)
 	})
 
 	t.Run("scout used its native tools over MCP", func(t *testing.T) { checkNative(t, p, summaries["scout"], desk, events) })

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`: build the images, bring the example trading-desk pod up, let the
-# five governed agents run their conversations, then show what happened — the
-# transcripts, the audit table, and what the trading-api received — and take
-# the pod down again (also on failure or Ctrl-C).
+# five governed agents run their conversations (deciding, as the operator, the
+# executor's two orders held for approval: one approved, one denied), then
+# show what happened — the transcripts, the audit table, and what the
+# trading-api received — and take the pod down again (also on failure or
+# Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -40,6 +42,46 @@ echo "== the operator's console while the pod runs (docs/console.md; log in with
 
 echo "== waiting for the agents' conversations (up to ${WAIT}s)"
 deadline=$(( $(date +%s) + WAIT ))
+
+# The executor's orders of 50 shares or more wait for a person (the pod's
+# approve: rule). As the operator, approve the 100 NVDA and deny the 80 MSFT
+# with a reason the model is told; the runner's request stays open meanwhile.
+echo "== deciding the executor's held orders (claw approvals, claw approve, claw deny)"
+deny_reason="over the desk's 25000 USD per-order limit"
+decided_nvda="" decided_msft="" seen=" "
+while [ -z "$decided_nvda" ] || [ -z "$decided_msft" ]; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "demo: the executor's held orders were not both decided within ${WAIT}s (NVDA: ${decided_nvda:-not seen}, MSFT: ${decided_msft:-not seen}); claw approvals and the executor's log follow" >&2
+    "$claw" approvals >&2 || true
+    "$claw" logs executor >&2 || true
+    exit 1
+  fi
+  # One "ID SYMBOL" line per pending execute_trade of the executor's.
+  pending=$("$claw" approvals --json 2>/dev/null </dev/null | awk '
+    /^ *"id":/ {id=$2; agent=""; tool=""; sym=""}
+    /^ *"agent":/ {agent=$2}
+    /^ *"tool":/ {tool=$2}
+    /^ *"symbol":/ {sym=$2}
+    /^ *"state":/ {gsub(/[",]/, "", id); gsub(/[",]/, "", sym)
+      if (agent == "\"executor\"," && tool == "\"trading-api.execute_trade\",") print id, sym}' || true)
+  while read -r id sym; do
+    [ -n "$id" ] || continue
+    case "$seen" in *" $id "*) continue ;; esac
+    seen="$seen$id "
+    echo "   held: $sym order $id ($(( $(date +%s) - t0 ))s after make demo started)"
+    "$claw" approvals </dev/null | sed 's/^/   /'
+    case "$sym" in
+      NVDA) if "$claw" approve "$id" --by demo-operator --note "within the desk's limit" </dev/null | sed 's/^/   claw approve: /'; then
+              decided_nvda=approved
+            else seen=${seen/ $id / }; fi ;; # listed again while still pending: tried again
+      MSFT) if "$claw" deny "$id" --by demo-operator --reason "$deny_reason" </dev/null | sed 's/^/   claw deny: /'; then
+              decided_msft=denied
+            else seen=${seen/ $id / }; fi ;;
+      *) echo "   (not the demo's: left for a person, or to expire)" ;;
+    esac
+  done <<< "$pending"
+  sleep 1
+done
 for svc in analyst researcher executor scout; do
   while :; do
     id=$(container "$svc")
@@ -89,6 +131,7 @@ shown=""
 for ip in $cllama_ip; do
   if out=$(curl -fsS -m 3 "http://$ip:9090/metrics" 2>/dev/null); then
     echo "$out" | grep -E '^cllama_(requests_total|tool_calls_total)\{' | head -16
+    echo "$out" | grep -E '^cllama_approvals_(total\{|pending)' || true
     shown=1; break
   fi
 done
