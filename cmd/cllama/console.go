@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/approvals"
+	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/console"
 	"github.com/clawdapus/clawgo/internal/histindex"
 	"github.com/clawdapus/clawgo/internal/manifest"
@@ -47,7 +48,10 @@ func startConsole(ctx context.Context, cfg proxy.Config, st *stages, srv *proxy.
 		}
 	}
 	opts := console.Options{Pod: cfg.Pod, Index: idx, Agents: console.ContextAgents(cfg.ContextRoot, srv.Agents()),
-		VerifyToken: verify, Bearer: bearer}
+		VerifyToken: verify, Bearer: bearer, OnLogin: func(a console.LoginAttempt) {
+			st.rec.Emit(audit.Event{Type: audit.TypeConsoleLogin, Login: &audit.Login{Client: a.Client, Outcome: a.Outcome,
+				Failures: a.Failures, RetryAfterMS: a.RetryAfter.Milliseconds(), PodWide: a.Global}})
+		}}
 	if st.approvals != nil {
 		opts.Approvals = consoleApprovals{st.approvals}
 	}

@@ -75,7 +75,11 @@ type Options struct {
 	// Bearer, when set, reports whether a request carries the operator
 	// token as a bearer token (admin.Authorized): such a request needs no
 	// session (scripts, curl).
-	Bearer    func(r *http.Request) bool
+	Bearer func(r *http.Request) bool
+	// OnLogin hears every login attempt that reached the token check or
+	// was refused for too many failures (the audit log); it never gets
+	// the token sent.
+	OnLogin   func(LoginAttempt)
 	Approvals Approvals
 	Budgets   Budgets
 	// SessionTTL is how long a login lasts (default 12h).
@@ -91,6 +95,7 @@ type Console struct {
 	opts     Options
 	live     *Live
 	sessions *sessions
+	limiter  *loginLimiter
 	pages    *pages
 	// done ends the live streams (Close): a server's shutdown waits for
 	// them otherwise.
@@ -125,7 +130,7 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), pages: p, done: make(chan struct{})}, nil
+	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), limiter: newLoginLimiter(), pages: p, done: make(chan struct{})}, nil
 }
 
 // Live is the recorder sink feeding the live counters.
