@@ -40,16 +40,20 @@ type Approvals interface {
 	Decide(ctx context.Context, id string, approve bool, by string) error
 }
 
-// Budget is one spend limit and what has been spent against it.
+// Budget is one limit and what its current window has spent against it.
 type Budget struct {
-	// Scope is "agent" or "pod"; Period as configured ("day", "month").
-	Scope, Period string
-	LimitMicros   int64 // micro-USD
-	SpentMicros   int64 // micro-USD spent in the current period
+	// Scope is "agent" or "pod"; Unit "usd", "requests" or "tokens";
+	// Period as configured ("minute" … "month", "total").
+	Scope, Unit, Period string
+	// Limit and Spent are micro-USD for unit usd, else requests or
+	// tokens; Spent is the current window's.
+	Limit, Spent int64
+	// ResetsAt is when the window starts again (zero: never).
+	ResetsAt time.Time
 }
 
-// Budgets is what the console needs of spend accounting: an agent's
-// budgets (none: nil). A nil Budgets renders "none configured"; the
+// Budgets is what the console needs of spend accounting: the budgets that
+// apply to an agent, its own and the pod's, in every unit (none: nil). A nil Budgets renders "none configured"; the
 // spend shown then is the sum of the history entries' cost_usd.
 type Budgets interface {
 	AgentBudgets(agent string) []Budget
