@@ -101,6 +101,12 @@ type Console struct {
 	sessions *sessions
 	limiter  *loginLimiter
 	pages    *pages
+	// started is when the console was made: the live counters count
+	// what happens from then on, history what came before (seed).
+	started time.Time
+	// seeded is closed once the counters hold the history of the last
+	// Window before started (or there is none to read).
+	seeded chan struct{}
 	// done ends the live streams (Close): a server's shutdown waits for
 	// them otherwise.
 	done      chan struct{}
@@ -134,7 +140,8 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), limiter: newLoginLimiter(), pages: p, done: make(chan struct{})}, nil
+	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), limiter: newLoginLimiter(), pages: p,
+		started: o.Now(), seeded: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Live is the recorder sink feeding the live counters.
@@ -146,12 +153,16 @@ func (c *Console) Live() *Live { return c.live }
 func (c *Console) Run(ctx context.Context) {
 	defer c.Close()
 	if c.opts.Index == nil {
+		close(c.seeded)
 		return
 	}
 	t := time.NewTicker(c.opts.SyncEvery)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		_, _ = c.opts.Index.Sync(ctx)
+		if first {
+			c.seed(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -164,6 +175,17 @@ func (c *Console) Run(ctx context.Context) {
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
+	}
+}
+
+// seed adds the exchanges history holds from the last Window before the
+// console started to the live counters, so that a restart does not zero
+// them. It runs once, after the index first caught up with history.
+func (c *Console) seed(ctx context.Context) {
+	defer close(c.seeded)
+	counts, err := c.opts.Index.Exchanges(ctx, c.started.Add(-Window), c.started, slot)
+	if err == nil && len(counts) > 0 {
+		c.live.Seed(counts)
 	}
 }
 

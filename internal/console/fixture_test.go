@@ -216,6 +216,11 @@ func newRigWith(t testing.TB, more func(*Options)) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // before srv.Close: the live streams end with Run
 	go c.Run(ctx)
+	select { // the counters hold the seeded history before a test reads them
+	case <-c.seeded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live counters were not seeded from history")
+	}
 	return &rig{srv: srv, console: c, index: x, hist: hist, now: now}
 }
 
