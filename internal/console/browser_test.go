@@ -181,7 +181,15 @@ func TestScreenshots(t *testing.T) {
 	ctx := browser(t)
 	q := &fakeApprovals{pending: []Approval{{ID: "ap_7f3a", Agent: "trader", Tool: "desk.trade", Arguments: []byte(`{"symbol":"ACME","qty":500,"side":"buy"}`),
 		Requested: time.Now().Add(-40 * time.Second), Expires: time.Now().Add(4 * time.Minute)}}, decided: map[string]bool{}}
-	r := newRig(t, q)
+	resets := startOfDay(time.Now()).Add(24 * time.Hour)
+	b := fakeBudgets{
+		"analyst": {{Scope: "agent", Unit: "usd", Period: "day", Limit: 5_000_000, Spent: 84_600, ResetsAt: resets},
+			{Scope: "agent", Unit: "tokens", Period: "day", Limit: 200_000, Spent: 171_250, ResetsAt: resets},
+			{Scope: "pod", Unit: "requests", Period: "hour", Limit: 2_000, Spent: 214, ResetsAt: time.Now().Truncate(time.Hour).Add(time.Hour)}},
+		"trader": {{Scope: "agent", Unit: "requests", Period: "day", Limit: 20, Spent: 20, ResetsAt: resets},
+			{Scope: "pod", Unit: "requests", Period: "hour", Limit: 2_000, Spent: 214, ResetsAt: time.Now().Truncate(time.Hour).Add(time.Hour)}},
+	}
+	r := newRigWith(t, func(o *Options) { o.Approvals, o.Budgets = q, b })
 	for i := range 12 {
 		r.console.Live().Event(&audit.Event{Type: audit.TypeResponse, ClawID: []string{"analyst", "trader"}[i%2], StatusCode: 200, TS: time.Now()})
 	}
