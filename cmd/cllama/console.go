@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/approvals"
+	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/console"
 	"github.com/clawdapus/clawgo/internal/histindex"
-	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
 )
 
@@ -47,7 +47,10 @@ func startConsole(ctx context.Context, cfg proxy.Config, st *stages, srv *proxy.
 		}
 	}
 	opts := console.Options{Pod: cfg.Pod, Index: idx, Agents: console.ContextAgents(cfg.ContextRoot, srv.Agents()),
-		VerifyToken: verify, Bearer: bearer}
+		VerifyToken: verify, Bearer: bearer, OnLogin: func(a console.LoginAttempt) {
+			st.rec.Emit(audit.Event{Type: audit.TypeConsoleLogin, Login: &audit.Login{Client: a.Client, Outcome: a.Outcome,
+				Failures: a.Failures, RetryAfterMS: a.RetryAfter.Milliseconds(), PodWide: a.Global}})
+		}}
 	if st.approvals != nil {
 		opts.Approvals = consoleApprovals{st.approvals}
 	}
@@ -99,8 +102,9 @@ func (a consoleApprovals) Decide(ctx context.Context, id string, approve bool, b
 	return err
 }
 
-// consoleBudgets are an agent's dollar budgets and the pod's, each with
-// what its current window has spent, as the console shows them.
+// consoleBudgets are an agent's budgets and the pod's, in dollars,
+// requests and tokens, each with what its current window has spent and
+// when it resets, as the console shows them.
 type consoleBudgets struct{ srv *proxy.Server }
 
 func (b consoleBudgets) AgentBudgets(agent string) []console.Budget {
@@ -110,11 +114,9 @@ func (b consoleBudgets) AgentBudgets(agent string) []console.Budget {
 	if err != nil {
 		return nil
 	}
-	var out []console.Budget
+	out := make([]console.Budget, 0, len(st))
 	for _, s := range st {
-		if s.Unit == manifest.BudgetUSD {
-			out = append(out, console.Budget{Scope: s.Scope, Period: s.Per, LimitMicros: s.Limit, SpentMicros: s.Spent})
-		}
+		out = append(out, console.Budget{Scope: s.Scope, Unit: s.Unit, Period: s.Per, Limit: s.Limit, Spent: s.Spent, ResetsAt: s.ResetsAt})
 	}
 	return out
 }

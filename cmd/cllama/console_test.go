@@ -179,6 +179,16 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	if code, body := login(opToken); code != 200 || !strings.Contains(body, `href="/agents/analyst"`) {
 		t.Fatalf("operator login: %d\n%s", code, body)
 	}
+	// Both attempts are audited, without the tokens they sent.
+	var logins []string
+	for _, e := range p.events(t) {
+		if e.Type == audit.TypeConsoleLogin && e.Login != nil && e.Login.Client == "127.0.0.1" {
+			logins = append(logins, e.Login.Outcome)
+		}
+	}
+	if strings.Join(logins, " ") != "refused ok" || strings.Contains(p.audit.String(), opToken) || strings.Contains(p.audit.String(), "s3cret") {
+		t.Fatalf("console_login events %v in the audit:\n%s", logins, p.audit.String())
+	}
 	req, _ := http.NewRequest(http.MethodPost, p.base+"/v1/chat/completions",
 		strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
 	req.Header.Set("Authorization", "Bearer analyst:s3cret")

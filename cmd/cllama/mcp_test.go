@@ -123,6 +123,7 @@ func nativeTools(base string) string {
 type mcpPod struct {
 	base    string
 	dir     string
+	env     []string // cllama's environment (restart)
 	svc     *toolService
 	audit   *lockedBuffer
 	stderr  *lockedBuffer
@@ -156,7 +157,15 @@ func startMCPPodWith(t testing.TB, more func(ctxDir, authDir, svcURL string), ex
 		"CLAW_POD=desk",
 		"OPENAI_API_KEY=sk-unused",
 	}, extraEnv...)
-	cfg, err := proxy.LoadConfig(nil, env, io.Discard)
+	p.env = env
+	p.serve(t)
+	return p
+}
+
+// serve starts cllama for p on a new port, with p's environment.
+func (p *mcpPod) serve(t testing.TB) {
+	t.Helper()
+	cfg, err := proxy.LoadConfig(nil, p.env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,19 +177,21 @@ func startMCPPodWith(t testing.TB, more func(ctxDir, authDir, svcURL string), ex
 	done := make(chan error, 1)
 	go func() { done <- serveOn(ctx, ln, cfg, audit.New(p.audit), p.stderr, nil) }()
 	p.base = "http://" + ln.Addr().String()
+	var once sync.Once
 	p.stop = func() {
-		for _, c := range p.clients {
-			_ = c.Close()
-		}
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("cllama did not stop")
-		}
+		once.Do(func() {
+			for _, c := range p.clients {
+				_ = c.Close()
+			}
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("cllama did not stop")
+			}
+		})
 	}
 	t.Cleanup(p.stop)
-	return p
 }
 
 // bearer adds an Authorization header to every request.

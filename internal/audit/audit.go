@@ -47,6 +47,9 @@ const (
 	// how long.
 	TypeApprovalRequested = "approval_requested"
 	TypeApprovalDecided   = "approval_decided"
+	// TypeConsoleLogin is an attempt at the console's login form (Login),
+	// never the token it sent.
+	TypeConsoleLogin = "console_login"
 )
 
 // Event is one audit line. Field names are stable: `claw audit` and
@@ -132,6 +135,21 @@ type Event struct {
 	// Approval is set on approval_requested and approval_decided, and on
 	// the tool_call of a call that was held.
 	Approval *Approval `json:"approval,omitempty"`
+	// Login is set on console_login.
+	Login *Login `json:"login,omitempty"`
+}
+
+// Login is an attempt at the console's login form: where it came from
+// (an IPv6 address by its /64), its outcome ("ok", "refused": a wrong
+// token, "limited": refused unchecked after too many failures), the
+// client's failures in a row, and the wait it must now keep.
+type Login struct {
+	Client       string `json:"client"`
+	Outcome      string `json:"outcome"`
+	Failures     int    `json:"failures,omitempty"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+	// PodWide is set when the pod-wide limit refused the attempt.
+	PodWide bool `json:"pod_wide,omitempty"`
 }
 
 // Approval is a held call's approval request in an event.

@@ -14,7 +14,7 @@ import (
 // to json.Marshal byte for byte; what it does not handle itself (policy
 // lists, years json.Marshal refuses) goes to json.Marshal.
 func appendEvent(b []byte, e *Event) ([]byte, error) {
-	if len(e.PolicyFiltered) > 0 || e.Approval != nil || e.Budget != nil || e.TS.Year() < 0 || e.TS.Year() > 9999 {
+	if len(e.PolicyFiltered) > 0 || e.Approval != nil || e.Budget != nil || e.Login != nil || e.TS.Year() < 0 || e.TS.Year() > 9999 {
 		m, err := json.Marshal(*e) // a copy: e itself does not escape
 		return append(b, m...), err
 	}

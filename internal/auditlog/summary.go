@@ -12,7 +12,8 @@ import (
 
 // Types are the event types cllama emits, for validating --type.
 var Types = []string{audit.TypeRequest, audit.TypeResponse, audit.TypeError, audit.TypeToolCall, audit.TypeFeedFetch, audit.TypeManifestError,
-	audit.TypeFileRepaired, audit.TypeResultStored, audit.TypeResultRead, audit.TypeFallback, audit.TypeApprovalRequested, audit.TypeApprovalDecided}
+	audit.TypeFileRepaired, audit.TypeResultStored, audit.TypeResultRead, audit.TypeFallback, audit.TypeApprovalRequested, audit.TypeApprovalDecided,
+	audit.TypeConsoleLogin}
 
 // Filter selects records. The zero value selects everything.
 type Filter struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,47 +13,16 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/testproc"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "write docs/console/*.png from the seeded pod")
 
-// chromium finds a Chromium binary (Debian's package is "chromium"; .ci/run
-// installs it when missing) or skips the test, saying so.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CLAW_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no chromium binary (apt-get install chromium, or set CLAW_CHROMIUM): the browser tests are skipped")
-	return ""
-}
-
-// browser starts a headless Chromium for the test and returns its context.
+// browser starts a headless Chromium for the test (testproc.Browser), or
+// skips it when there is none.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	bin := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(cancel3)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	return ctx
+	return testproc.Browser(t)
 }
 
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
@@ -213,7 +181,15 @@ func TestScreenshots(t *testing.T) {
 	ctx := browser(t)
 	q := &fakeApprovals{pending: []Approval{{ID: "ap_7f3a", Agent: "trader", Tool: "desk.trade", Arguments: []byte(`{"symbol":"ACME","qty":500,"side":"buy"}`),
 		Requested: time.Now().Add(-40 * time.Second), Expires: time.Now().Add(4 * time.Minute)}}, decided: map[string]bool{}}
-	r := newRig(t, q)
+	resets := startOfDay(time.Now()).Add(24 * time.Hour)
+	b := fakeBudgets{
+		"analyst": {{Scope: "agent", Unit: "usd", Period: "day", Limit: 5_000_000, Spent: 84_600, ResetsAt: resets},
+			{Scope: "agent", Unit: "tokens", Period: "day", Limit: 200_000, Spent: 171_250, ResetsAt: resets},
+			{Scope: "pod", Unit: "requests", Period: "hour", Limit: 2_000, Spent: 214, ResetsAt: time.Now().Truncate(time.Hour).Add(time.Hour)}},
+		"trader": {{Scope: "agent", Unit: "requests", Period: "day", Limit: 20, Spent: 20, ResetsAt: resets},
+			{Scope: "pod", Unit: "requests", Period: "hour", Limit: 2_000, Spent: 214, ResetsAt: time.Now().Truncate(time.Hour).Add(time.Hour)}},
+	}
+	r := newRigWith(t, func(o *Options) { o.Approvals, o.Budgets = q, b })
 	for i := range 12 {
 		r.console.Live().Event(&audit.Event{Type: audit.TypeResponse, ClawID: []string{"analyst", "trader"}[i%2], StatusCode: 200, TS: time.Now()})
 	}

@@ -40,16 +40,20 @@ type Approvals interface {
 	Decide(ctx context.Context, id string, approve bool, by string) error
 }
 
-// Budget is one spend limit and what has been spent against it.
+// Budget is one limit and what its current window has spent against it.
 type Budget struct {
-	// Scope is "agent" or "pod"; Period as configured ("day", "month").
-	Scope, Period string
-	LimitMicros   int64 // micro-USD
-	SpentMicros   int64 // micro-USD spent in the current period
+	// Scope is "agent" or "pod"; Unit "usd", "requests" or "tokens";
+	// Period as configured ("minute" … "month", "total").
+	Scope, Unit, Period string
+	// Limit and Spent are micro-USD for unit usd, else requests or
+	// tokens; Spent is the current window's.
+	Limit, Spent int64
+	// ResetsAt is when the window starts again (zero: never).
+	ResetsAt time.Time
 }
 
-// Budgets is what the console needs of spend accounting: an agent's
-// budgets (none: nil). A nil Budgets renders "none configured"; the
+// Budgets is what the console needs of spend accounting: the budgets that
+// apply to an agent, its own and the pod's, in every unit (none: nil). A nil Budgets renders "none configured"; the
 // spend shown then is the sum of the history entries' cost_usd.
 type Budgets interface {
 	AgentBudgets(agent string) []Budget
@@ -75,7 +79,11 @@ type Options struct {
 	// Bearer, when set, reports whether a request carries the operator
 	// token as a bearer token (admin.Authorized): such a request needs no
 	// session (scripts, curl).
-	Bearer    func(r *http.Request) bool
+	Bearer func(r *http.Request) bool
+	// OnLogin hears every login attempt that reached the token check or
+	// was refused for too many failures (the audit log); it never gets
+	// the token sent.
+	OnLogin   func(LoginAttempt)
 	Approvals Approvals
 	Budgets   Budgets
 	// SessionTTL is how long a login lasts (default 12h).
@@ -91,7 +99,14 @@ type Console struct {
 	opts     Options
 	live     *Live
 	sessions *sessions
+	limiter  *loginLimiter
 	pages    *pages
+	// started is when the console was made: the live counters count
+	// what happens from then on, history what came before (seed).
+	started time.Time
+	// seeded is closed once the counters hold the history of the last
+	// Window before started (or there is none to read).
+	seeded chan struct{}
 	// done ends the live streams (Close): a server's shutdown waits for
 	// them otherwise.
 	done      chan struct{}
@@ -125,7 +140,8 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), pages: p, done: make(chan struct{})}, nil
+	return &Console{opts: o, live: NewLive(o.Now), sessions: newSessions(o.SessionTTL, o.Now), limiter: newLoginLimiter(), pages: p,
+		started: o.Now(), seeded: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Live is the recorder sink feeding the live counters.
@@ -137,12 +153,16 @@ func (c *Console) Live() *Live { return c.live }
 func (c *Console) Run(ctx context.Context) {
 	defer c.Close()
 	if c.opts.Index == nil {
+		close(c.seeded)
 		return
 	}
 	t := time.NewTicker(c.opts.SyncEvery)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		_, _ = c.opts.Index.Sync(ctx)
+		if first {
+			c.seed(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -155,6 +175,17 @@ func (c *Console) Run(ctx context.Context) {
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
+	}
+}
+
+// seed adds the exchanges history holds from the last Window before the
+// console started to the live counters, so that a restart does not zero
+// them. It runs once, after the index first caught up with history.
+func (c *Console) seed(ctx context.Context) {
+	defer close(c.seeded)
+	counts, err := c.opts.Index.Exchanges(ctx, c.started.Add(-Window), c.started, slot)
+	if err == nil && len(counts) > 0 {
+		c.live.Seed(counts)
 	}
 }
 

@@ -186,6 +186,12 @@ type rig struct {
 
 func newRig(t testing.TB, approvals Approvals) *rig {
 	t.Helper()
+	return newRigWith(t, func(o *Options) { o.Approvals = approvals })
+}
+
+// newRigWith is newRig with more options set by more.
+func newRigWith(t testing.TB, more func(*Options)) *rig {
+	t.Helper()
 	now := time.Now().UTC()
 	hist := t.TempDir()
 	seedHistory(t, hist, now)
@@ -197,8 +203,9 @@ func newRig(t testing.TB, approvals Approvals) *rig {
 	if _, err := x.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Options{Pod: "trading-desk", Index: x, Agents: pod, Approvals: approvals,
-		VerifyToken: func(tok string) bool { return tok == operatorToken }})
+	o := Options{Pod: "trading-desk", Index: x, Agents: pod, VerifyToken: func(tok string) bool { return tok == operatorToken }}
+	more(&o)
+	c, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +216,11 @@ func newRig(t testing.TB, approvals Approvals) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // before srv.Close: the live streams end with Run
 	go c.Run(ctx)
+	select { // the counters hold the seeded history before a test reads them
+	case <-c.seeded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live counters were not seeded from history")
+	}
 	return &rig{srv: srv, console: c, index: x, hist: hist, now: now}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/histindex"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/recorder"
 )
@@ -117,6 +118,38 @@ func (l *Live) request(id string, ts time.Time, failed bool) {
 	}
 	if ts.After(a.last) {
 		a.last = ts
+	}
+	l.changeLocked()
+}
+
+// Seed adds exchanges counted elsewhere (the history of the last Window,
+// as cllama starts) to the counters: requests and errors per agent and
+// slot. Slots out of the window now are left out.
+func (l *Live) Seed(counts []histindex.SlotCount) {
+	now := l.now().Unix() / int64(slot/time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range counts {
+		k := c.Start.Unix() / int64(slot/time.Second)
+		if k > now || now-k >= int64(slots) || c.Requests <= 0 {
+			continue
+		}
+		a := l.agent(c.Agent)
+		if a == nil {
+			continue
+		}
+		i := int(k % int64(slots))
+		switch {
+		case a.at[i] > k:
+			continue // the slot holds a later time already
+		case a.at[i] < k:
+			a.at[i], a.reqs[i], a.errs[i] = k, 0, 0
+		}
+		a.reqs[i] += c.Requests
+		a.errs[i] += min(c.Errors, c.Requests)
+		if c.Last.After(a.last) {
+			a.last = c.Last
+		}
 	}
 	l.changeLocked()
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -136,10 +138,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the login form's CSRF token is missing or stale: reload the login page", http.StatusForbidden)
 		return
 	}
+	key, now := clientKey(r), c.opts.Now()
+	if wait, global, ok := c.limiter.allow(key, now); !ok {
+		c.logLogin(LoginAttempt{Client: key, Outcome: LoginLimited, RetryAfter: wait, Global: global})
+		secs := retryAfterSeconds(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.renderLogin(w, r, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins: try again in %d seconds.", secs))
+		return
+	}
 	if !c.opts.VerifyToken(r.PostForm.Get("token")) {
+		n, wait := c.limiter.fail(key, now)
+		c.logLogin(LoginAttempt{Client: key, Outcome: LoginRefused, Failures: n, RetryAfter: wait})
+		if wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+		}
 		c.renderLogin(w, r, http.StatusUnauthorized, "That is not the operator token (agent tokens cannot log in). `claw console` prints the URL; the token is in .claw-auth/operator-token.")
 		return
 	}
+	c.limiter.succeed(key, now, c.opts.SessionTTL)
+	c.logLogin(LoginAttempt{Client: key, Outcome: LoginOK})
 	v, _ := c.sessions.create()
 	http.SetCookie(w, cookie(r, loginCookie, "", -1))
 	http.SetCookie(w, cookie(r, sessionCookie, v, int(c.opts.SessionTTL/time.Second)))
@@ -196,5 +213,17 @@ func (c *Console) api(f func(http.ResponseWriter, *http.Request, *session)) http
 			return
 		}
 		f(w, r, s)
+	}
+}
+
+// retryAfterSeconds is a wait as a Retry-After header counts it: whole
+// seconds, rounded up, at least one.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+func (c *Console) logLogin(a LoginAttempt) {
+	if c.opts.OnLogin != nil {
+		c.opts.OnLogin(a)
 	}
 }

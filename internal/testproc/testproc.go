@@ -1,6 +1,8 @@
-// Package testproc starts the running test binary again as a helper
-// process: a server a benchmark measures from outside, so that its CPU is
-// not counted with the client's. It is imported by tests only.
+// Package testproc starts the processes tests need: the running test
+// binary again as a helper process (a server a benchmark measures from
+// outside, so that its CPU is not counted with the client's), a
+// redis-server of the test's own, a real headless Chromium for the
+// console's browser tests. It is imported by tests only.
 package testproc
 
 import (
