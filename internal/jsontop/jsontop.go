@@ -10,8 +10,10 @@
 // whatever the input, but they do NOT validate: callers that need validity
 // call Valid first, or decode the member they found, which validates it.
 // Decoding values is left to encoding/json; this package only decodes
-// string literals (Unquote, DecodeKey), taking a fast path when there is
-// nothing to unescape.
+// string literals (Unquote, DecodeKey) and the plain shapes the stream
+// assemblers read (members.go: StructMembers, DecodeString, DecodeInt),
+// taking a fast path when there is nothing to unescape, and edits a body
+// in place by byte offsets (splice.go: LastMember, Splice, WithMember).
 package jsontop
 
 import (

@@ -199,7 +199,7 @@ var usageKey = []byte(`"usage"`)
 // decoded (package jsontop).
 func UsageMember(body []byte, read func(raw []byte, u *Usage) bool) (Usage, bool) {
 	var u Usage
-	if IndexKey(body, usageKey) < 0 {
+	if jsontop.IndexKey(body, usageKey) < 0 {
 		return u, false
 	}
 	raw, _ := jsontop.Find(body, "usage")

@@ -100,7 +100,7 @@ func (Format) Usage(body []byte) (wire.Usage, bool) { return wire.UsageMember(bo
 // stream ends with message_stop, or, for providers that close without it,
 // after a message_delta with a stop_reason.
 func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.StreamState {
-	if wire.IndexKey(data, usageKey) >= 0 {
+	if jsontop.IndexKey(data, usageKey) >= 0 {
 		if msg, ok := jsontop.Find(data, "message"); ok { // message_start
 			raw, _ := jsontop.Find(msg, "usage")
 			st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage
@@ -115,7 +115,7 @@ func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.
 	case "message_stop":
 		st.Terminal = true
 	case "message_delta":
-		st.Stopped = st.Stopped || wire.HasStringMember(data, stopReason)
+		st.Stopped = st.Stopped || jsontop.HasStringMember(data, stopReason)
 	}
 	return st
 }

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"github.com/clawdapus/clawgo/internal/jsontop"
-	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // blockDelta is a content_block_delta event as the assembler reads it:
@@ -59,7 +58,7 @@ func fastEvent(data []byte) (d blockDelta, res fastResult) {
 	var typ []byte
 	var dm deltaMembers
 	hasDelta := false
-	end, ok := wire.ValidMembers(data, 0, 1, asmEventKeys, func(k, s int) (int, bool) {
+	end, ok := jsontop.ValidMembers(data, 0, 1, asmEventKeys, func(k, s int) (int, bool) {
 		if k == 2 && s < len(data) && data[s] == '{' { // delta: walked once
 			hasDelta = true
 			return dm.scan(data, s)
@@ -74,7 +73,7 @@ func fastEvent(data []byte) (d blockDelta, res fastResult) {
 			typ = v
 			return end, v[0] == '"' || v[0] == 'n'
 		case 1: // index
-			return end, wire.DecodeInt(v, &d.Index)
+			return end, jsontop.DecodeInt(v, &d.Index)
 		}
 		// delta (null here), message, content_block and usage decode
 		// into maps: an object or null.
@@ -118,8 +117,8 @@ type deltaMembers struct{ kind, text, partial, thinking, signature []byte }
 // counts, exactly as written, and the last of a repeated key wins; a key
 // that is escaped or not ASCII leaves the event to encoding/json.
 func (dm *deltaMembers) scan(b []byte, i int) (int, bool) {
-	return wire.ValidObject(b, i, func(raw []byte, s int) (int, bool) {
-		if !wire.PlainKey(raw) {
+	return jsontop.ValidObject(b, i, func(raw []byte, s int) (int, bool) {
+		if !jsontop.PlainKey(raw) {
 			return s, false
 		}
 		end, ok := jsontop.ValidValue(b, s, 2)

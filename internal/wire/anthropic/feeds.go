@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
-	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // InjectFeeds implements wire.FeedInjector: the feed text goes into
@@ -15,36 +14,36 @@ import (
 // "system" is left for the provider to reject.
 func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 	obj := jsontop.SkipSpace(body, 0)
-	sys, ok := wire.LastMember(body, obj, "system")
+	sys, ok := jsontop.LastMember(body, obj, "system")
 	var out bytes.Buffer
 	out.Grow(len(text) + 64)
 	if !ok {
 		out.WriteString(`"system":`)
-		wire.WriteJSONString(&out, text)
+		jsontop.WriteJSONString(&out, text)
 		if !jsontop.Empty(body, obj) {
 			out.WriteByte(',')
 		}
-		return wire.Splice(body, obj+1, obj+1, out.Bytes()), true
+		return jsontop.Splice(body, obj+1, obj+1, out.Bytes()), true
 	}
 	v := body[sys.Start:sys.End]
 	switch v[0] {
 	case 'n': // null
-		wire.WriteJSONString(&out, text)
-		return wire.Splice(body, sys.Start, sys.End, out.Bytes()), true
+		jsontop.WriteJSONString(&out, text)
+		return jsontop.Splice(body, sys.Start, sys.End, out.Bytes()), true
 	case '"':
-		s, _ := wire.StringValue(v)
+		s, _ := jsontop.StringValue(v)
 		if strings.TrimSpace(s) == "" {
 			// The provider rejects blank text blocks; there is nothing
 			// of the runner's to keep.
-			wire.WriteJSONString(&out, text)
-			return wire.Splice(body, sys.Start, sys.End, out.Bytes()), true
+			jsontop.WriteJSONString(&out, text)
+			return jsontop.Splice(body, sys.Start, sys.End, out.Bytes()), true
 		}
 		out.WriteString(`[{"type":"text","text":`)
 		out.Write(v) // the runner's string, byte for byte
 		out.WriteString(`},`)
 		writeTextBlock(&out, text)
 		out.WriteByte(']')
-		return wire.Splice(body, sys.Start, sys.End, out.Bytes()), true
+		return jsontop.Splice(body, sys.Start, sys.End, out.Bytes()), true
 	case '[':
 		at := sys.Start + 1
 		if !jsontop.Empty(body, sys.Start) {
@@ -57,13 +56,13 @@ func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 			out.WriteByte(',')
 		}
 		writeTextBlock(&out, text)
-		return wire.Splice(body, at, at, out.Bytes()), true
+		return jsontop.Splice(body, at, at, out.Bytes()), true
 	}
 	return nil, false
 }
 
 func writeTextBlock(b *bytes.Buffer, text string) {
 	b.WriteString(`{"type":"text","text":`)
-	wire.WriteJSONString(b, text)
+	jsontop.WriteJSONString(b, text)
 	b.WriteByte('}')
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
-	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // decodeChunk decodes a chat.completion.chunk into c exactly as
@@ -25,7 +24,7 @@ func decodeChunk(data []byte, c *asmChunk) bool {
 	return json.Unmarshal(data, c) == nil
 }
 
-// The keys scanChunk and scanChoice read, in wire.ValidMembers order.
+// The keys scanChunk and scanChoice read, in jsontop.ValidMembers order.
 var (
 	chunkKeys  = []string{"id", "model", "system_fingerprint", "created", "usage", "choices"}
 	choiceKeys = []string{"index", "finish_reason", "delta"}
@@ -45,7 +44,7 @@ func member(b []byte, start, depth int) (v []byte, end int, ok bool) {
 // scanChunk decodes the chunk object at data[i] in one pass; false: leave
 // it to encoding/json.
 func scanChunk(b []byte, i int, c *asmChunk) (int, bool) {
-	return wire.ValidMembers(b, i, 1, chunkKeys, func(k, s int) (int, bool) {
+	return jsontop.ValidMembers(b, i, 1, chunkKeys, func(k, s int) (int, bool) {
 		if k == 5 { // choices: walked element by element, once
 			return scanChoices(b, s, c)
 		}
@@ -60,13 +59,13 @@ func scanChunk(b []byte, i int, c *asmChunk) (int, bool) {
 			}
 			switch k {
 			case 0:
-				return end, wire.DecodeString(v, &c.ID)
+				return end, jsontop.DecodeString(v, &c.ID)
 			case 1:
-				return end, wire.DecodeString(v, &c.Model)
+				return end, jsontop.DecodeString(v, &c.Model)
 			}
-			return end, wire.DecodeString(v, &c.Fingerprint)
+			return end, jsontop.DecodeString(v, &c.Fingerprint)
 		case 3:
-			return end, wire.DecodeInt64(v, &c.Created)
+			return end, jsontop.DecodeInt64(v, &c.Created)
 		}
 		c.Usage = v // usage: kept as it is
 		return end, true
@@ -87,7 +86,7 @@ func scanChoices(b []byte, s int, c *asmChunk) (int, bool) {
 		c.Choices = make([]asmChunkChoice, 0, 1)
 	}
 	c.Choices = c.Choices[:0] // a caller's reused slice
-	return wire.ValidArray(b, s, func(i int) (int, bool) {
+	return jsontop.ValidArray(b, s, func(i int) (int, bool) {
 		c.Choices = append(c.Choices, asmChunkChoice{})
 		return scanChoice(b, i, &c.Choices[len(c.Choices)-1], c.literals)
 	})
@@ -95,7 +94,7 @@ func scanChoices(b []byte, s int, c *asmChunk) (int, bool) {
 
 // scanChoice decodes one choice object at b[i], an element of choices.
 func scanChoice(b []byte, i int, ch *asmChunkChoice, literals bool) (int, bool) {
-	return wire.ValidMembers(b, i, 3, choiceKeys, func(k, s int) (int, bool) {
+	return jsontop.ValidMembers(b, i, 3, choiceKeys, func(k, s int) (int, bool) {
 		if k == 2 && s < len(b) && b[s] == '{' { // delta
 			return scanDelta(b, s, &ch.Delta, literals)
 		}
@@ -105,9 +104,9 @@ func scanChoice(b []byte, i int, ch *asmChunkChoice, literals bool) (int, bool) 
 		}
 		switch k {
 		case 0:
-			return end, wire.DecodeInt(v, &ch.Index)
+			return end, jsontop.DecodeInt(v, &ch.Index)
 		case 1:
-			return end, wire.DecodeStringPtr(v, &ch.FinishReason)
+			return end, jsontop.DecodeStringPtr(v, &ch.FinishReason)
 		}
 		return end, v[0] == 'n' // a null delta leaves it as it is
 	})
@@ -115,14 +114,14 @@ func scanChoice(b []byte, i int, ch *asmChunkChoice, literals bool) (int, bool) 
 
 // scanDelta decodes a choice's delta object at b[i].
 func scanDelta(b []byte, i int, d *asmDelta, literals bool) (int, bool) {
-	return wire.ValidMembers(b, i, 4, deltaKeys, func(k, s int) (int, bool) {
+	return jsontop.ValidMembers(b, i, 4, deltaKeys, func(k, s int) (int, bool) {
 		v, end, ok := member(b, s, 4)
 		if !ok {
 			return end, false
 		}
 		switch k {
 		case 0:
-			return end, wire.DecodeString(v, &d.Role)
+			return end, jsontop.DecodeString(v, &d.Role)
 		case 1:
 			return end, text(v, &d.Content, &d.contentLit, literals)
 		case 2:
@@ -141,5 +140,5 @@ func text(v []byte, s **string, lit *[]byte, literals bool) bool {
 		*lit = v
 		return true
 	}
-	return wire.DecodeStringPtr(v, s)
+	return jsontop.DecodeStringPtr(v, s)
 }

@@ -100,7 +100,7 @@ var usageKeys = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_de
 // reflection (every response and stream has one), in one pass that checks
 // it as it goes; false: leave it to encoding/json.
 func fastUsage(raw []byte, f *usageFields) bool {
-	end, ok := wire.ValidMembers(raw, 0, 1, usageKeys, func(k, s int) (int, bool) {
+	end, ok := jsontop.ValidMembers(raw, 0, 1, usageKeys, func(k, s int) (int, bool) {
 		end, ok := jsontop.ValidValue(raw, s, 1)
 		if !ok {
 			return end, false
@@ -117,7 +117,7 @@ func fastUsage(raw []byte, f *usageFields) bool {
 			return end, true
 		}
 		var n int
-		if !wire.DecodeInt(raw[s:end], &n) {
+		if !jsontop.DecodeInt(raw[s:end], &n) {
 			return end, false
 		}
 		*p = &n
@@ -134,7 +134,7 @@ func (Format) Usage(body []byte) (wire.Usage, bool) { return wire.UsageMember(bo
 // "data: [DONE]", or, for providers that close without it, after a chunk
 // with a finish_reason.
 func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.StreamState {
-	if wire.IndexKey(data, usageKey) >= 0 {
+	if jsontop.IndexKey(data, usageKey) >= 0 {
 		raw, _ := jsontop.Find(data, "usage")
 		st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage
 	}
@@ -145,6 +145,6 @@ func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.
 		st.Terminal = true
 		return st
 	}
-	st.Stopped = st.Stopped || wire.HasStringMember(data, finishReason)
+	st.Stopped = st.Stopped || jsontop.HasStringMember(data, finishReason)
 	return st
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
-	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // InjectFeeds implements wire.FeedInjector: one message with the feed text
@@ -14,7 +13,7 @@ import (
 // caches keep hitting; internal/feeds has the whole rationale).
 func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 	obj := jsontop.SkipSpace(body, 0)
-	msgs, ok := wire.LastMember(body, obj, "messages")
+	msgs, ok := jsontop.LastMember(body, obj, "messages")
 	if !ok || body[msgs.Start] != '[' {
 		return nil, false
 	}
@@ -32,24 +31,24 @@ func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 		msg.WriteByte(',')
 	}
 	msg.WriteString(`{"role":`)
-	wire.WriteJSONString(&msg, role)
+	jsontop.WriteJSONString(&msg, role)
 	msg.WriteString(`,"content":`)
-	wire.WriteJSONString(&msg, text)
+	jsontop.WriteJSONString(&msg, text)
 	msg.WriteByte('}')
 	if lead == 0 && !jsontop.Empty(body, msgs.Start) {
 		msg.WriteByte(',')
 	}
-	return wire.Splice(body, at, at, msg.Bytes()), true
+	return jsontop.Splice(body, at, at, msg.Bytes()), true
 }
 
 func roleOf(msg []byte) string {
 	if len(msg) == 0 || msg[0] != '{' {
 		return ""
 	}
-	m, ok := wire.LastMember(msg, 0, "role")
+	m, ok := jsontop.LastMember(msg, 0, "role")
 	if !ok {
 		return ""
 	}
-	r, _ := wire.StringValue(msg[m.Start:m.End])
+	r, _ := jsontop.StringValue(msg[m.Start:m.End])
 	return r
 }

@@ -44,7 +44,7 @@ type responseUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
-// The keys decodeCall and decodeUsage read, in wire.StructMembers order.
+// The keys decodeCall and decodeUsage read, in jsontop.StructMembers order.
 var (
 	callKeys     = []string{"id", "type", "function"}
 	functionKeys = []string{"name", "arguments"}
@@ -57,19 +57,19 @@ var (
 // json.Unmarshal would, the common shape with the byte scanner (every
 // mediated round has one); arguments is a slice of c, not a copy.
 func decodeCall(c []byte, wc *wireCall) error {
-	if c[0] == '{' && wire.StructMembers(c, 0, callKeys, func(k int, v []byte) bool {
+	if c[0] == '{' && jsontop.StructMembers(c, 0, callKeys, func(k int, v []byte) bool {
 		switch k {
 		case 0:
-			return wire.DecodeString(v, &wc.ID)
+			return jsontop.DecodeString(v, &wc.ID)
 		case 1:
-			return wire.DecodeString(v, &wc.Type)
+			return jsontop.DecodeString(v, &wc.Type)
 		}
 		if v[0] == 'n' {
 			return true
 		}
-		return v[0] == '{' && wire.StructMembers(v, 0, functionKeys, func(k int, v []byte) bool {
+		return v[0] == '{' && jsontop.StructMembers(v, 0, functionKeys, func(k int, v []byte) bool {
 			if k == 0 {
-				return wire.DecodeString(v, &wc.Function.Name)
+				return jsontop.DecodeString(v, &wc.Function.Name)
 			}
 			wc.Function.Arguments = v
 			return true
@@ -83,12 +83,12 @@ func decodeCall(c []byte, wc *wireCall) error {
 
 // decodeUsage is decodeCall for a checked response's usage object.
 func decodeUsage(raw []byte, u *responseUsage) error {
-	if raw[0] == '{' && wire.StructMembers(raw, 0, usageKeysAll, func(k int, v []byte) bool {
+	if raw[0] == '{' && jsontop.StructMembers(raw, 0, usageKeysAll, func(k int, v []byte) bool {
 		switch k {
 		case 0:
-			return wire.DecodeInt(v, &u.Prompt)
+			return jsontop.DecodeInt(v, &u.Prompt)
 		case 1:
-			return wire.DecodeInt(v, &u.Completion)
+			return jsontop.DecodeInt(v, &u.Completion)
 		}
 		if v[0] == 'n' {
 			if k == 2 {
@@ -105,12 +105,12 @@ func decodeUsage(raw []byte, u *responseUsage) error {
 			u.PromptDetails = &struct {
 				Cached int `json:"cached_tokens"`
 			}{}
-			return wire.StructMembers(v, 0, cachedKeys, func(_ int, v []byte) bool { return wire.DecodeInt(v, &u.PromptDetails.Cached) })
+			return jsontop.StructMembers(v, 0, cachedKeys, func(_ int, v []byte) bool { return jsontop.DecodeInt(v, &u.PromptDetails.Cached) })
 		}
 		u.CompletionDetails = &struct {
 			Reasoning int `json:"reasoning_tokens"`
 		}{}
-		return wire.StructMembers(v, 0, reasonKeys, func(_ int, v []byte) bool { return wire.DecodeInt(v, &u.CompletionDetails.Reasoning) })
+		return jsontop.StructMembers(v, 0, reasonKeys, func(_ int, v []byte) bool { return jsontop.DecodeInt(v, &u.CompletionDetails.Reasoning) })
 	}) {
 		return nil
 	}
@@ -304,7 +304,7 @@ func usageInPlace(raw []byte, total wire.Usage) ([]byte, bool) {
 		key string
 		n   int
 	}{{"prompt_tokens", total.Input}, {"completion_tokens", total.Output}, {"total_tokens", total.Input + total.Output}} {
-		if out, ok = wire.WithMember(out, c.key, strconv.AppendInt(nil, int64(c.n), 10)); !ok {
+		if out, ok = jsontop.WithMember(out, c.key, strconv.AppendInt(nil, int64(c.n), 10)); !ok {
 			return nil, false
 		}
 	}
@@ -335,11 +335,11 @@ func detailInPlace(usage []byte, obj, key string, n int) ([]byte, bool) {
 	case d[0] != '{':
 		return usage, true // not an object: left as the provider wrote it
 	}
-	d, ok := wire.WithMember(d, key, strconv.AppendInt(nil, int64(n), 10))
+	d, ok := jsontop.WithMember(d, key, strconv.AppendInt(nil, int64(n), 10))
 	if !ok {
 		return nil, false
 	}
-	return wire.WithMember(usage, obj, d)
+	return jsontop.WithMember(usage, obj, d)
 }
 
 // setDetail sets usage[obj][key] to n, keeping the object's other members;

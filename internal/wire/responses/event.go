@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
-	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // asmEvent is the part of a stream event the assembler reads.
@@ -38,7 +37,7 @@ func decodeEvent(data []byte, ev *asmEvent) bool {
 // not a string).
 func fastEvent(data []byte, ev *asmEvent) bool {
 	var e asmEvent
-	end, ok := wire.ValidMembers(data, jsontop.SkipSpace(data, 0), 1, asmEventKeys, func(k, s int) (int, bool) {
+	end, ok := jsontop.ValidMembers(data, jsontop.SkipSpace(data, 0), 1, asmEventKeys, func(k, s int) (int, bool) {
 		end, ok := jsontop.ValidValue(data, s, 1)
 		if !ok {
 			return end, false
@@ -49,7 +48,7 @@ func fastEvent(data []byte, ev *asmEvent) bool {
 			if v[0] == 'n' {
 				return end, true
 			}
-			s, ok := wire.StringValue(v)
+			s, ok := jsontop.StringValue(v)
 			e.Type = s
 			return end, ok
 		case 1:

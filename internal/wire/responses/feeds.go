@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/clawdapus/clawgo/internal/jsontop"
-	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // InjectFeeds implements wire.FeedInjector: one message item with the feed
@@ -15,7 +14,7 @@ import (
 // rationale). A string input becomes the feed item and one user message.
 func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 	obj := jsontop.SkipSpace(body, 0)
-	in, ok := wire.LastMember(body, obj, inputKey)
+	in, ok := jsontop.LastMember(body, obj, inputKey)
 	if !ok {
 		return nil, false
 	}
@@ -23,14 +22,14 @@ func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 	item.Grow(len(text) + 64)
 	writeItem := func(role, content string) {
 		item.WriteString(`{"role":`)
-		wire.WriteJSONString(&item, role)
+		jsontop.WriteJSONString(&item, role)
 		item.WriteString(`,"content":`)
-		wire.WriteJSONString(&item, content)
+		jsontop.WriteJSONString(&item, content)
 		item.WriteByte('}')
 	}
 	switch body[in.Start] {
 	case '"':
-		user, ok := wire.StringValue(body[in.Start:in.End])
+		user, ok := jsontop.StringValue(body[in.Start:in.End])
 		if !ok {
 			return nil, false
 		}
@@ -39,7 +38,7 @@ func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 		item.WriteByte(',')
 		writeItem("user", user)
 		item.WriteByte(']')
-		return wire.Splice(body, in.Start, in.End, item.Bytes()), true
+		return jsontop.Splice(body, in.Start, in.End, item.Bytes()), true
 	case '[':
 	default:
 		return nil, false
@@ -59,7 +58,7 @@ func (Format) InjectFeeds(body []byte, text string) ([]byte, bool) {
 	if lead == 0 && !jsontop.Empty(body, in.Start) {
 		item.WriteByte(',')
 	}
-	return wire.Splice(body, at, at, item.Bytes()), true
+	return jsontop.Splice(body, at, at, item.Bytes()), true
 }
 
 // leadingRole is the role of a system or developer message item, else "".
@@ -67,16 +66,16 @@ func leadingRole(it []byte) string {
 	if len(it) == 0 || it[0] != '{' {
 		return ""
 	}
-	if t, ok := wire.LastMember(it, 0, "type"); ok {
-		if typ, _ := wire.StringValue(it[t.Start:t.End]); typ != "message" {
+	if t, ok := jsontop.LastMember(it, 0, "type"); ok {
+		if typ, _ := jsontop.StringValue(it[t.Start:t.End]); typ != "message" {
 			return ""
 		}
 	}
-	m, ok := wire.LastMember(it, 0, "role")
+	m, ok := jsontop.LastMember(it, 0, "role")
 	if !ok {
 		return ""
 	}
-	r, _ := wire.StringValue(it[m.Start:m.End])
+	r, _ := jsontop.StringValue(it[m.Start:m.End])
 	if r != "system" && r != "developer" {
 		return ""
 	}

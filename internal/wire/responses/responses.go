@@ -156,7 +156,7 @@ func (Format) ObserveStream(st wire.StreamState, name string, data []byte) wire.
 	case evCompleted, evIncomplete, evFailed:
 		st.Terminal = true
 		resp, _ := jsontop.Find(data, "response")
-		if wire.IndexKey(resp, usageKey) >= 0 {
+		if jsontop.IndexKey(resp, usageKey) >= 0 {
 			raw, _ := jsontop.Find(resp, "usage")
 			st.HaveUsage = readUsage(raw, &st.Usage) || st.HaveUsage
 		}

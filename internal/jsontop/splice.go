@@ -1,10 +1,8 @@
-package wire
+package jsontop
 
 import (
 	"bytes"
 	"encoding/json"
-
-	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // The helpers below read and edit a body in place, by byte offsets, for
@@ -17,10 +15,10 @@ type Span struct{ Start, End int }
 // LastMember returns the span of the value of the last member named key
 // of the object starting at b[obj]: duplicate keys resolve to the last one
 // in encoding/json and in the providers' parsers alike. b has been checked
-// by jsontop.Valid.
+// by Valid.
 func LastMember(b []byte, obj int, key string) (v Span, ok bool) {
-	jsontop.Object(b, obj, func(k []byte, start, end int) bool {
-		if jsontop.KeyEquals(k, key) {
+	Object(b, obj, func(k []byte, start, end int) bool {
+		if KeyEquals(k, key) {
 			v, ok = Span{start, end}, true
 		}
 		return true
@@ -33,7 +31,7 @@ func StringValue(v []byte) (string, bool) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", false
 	}
-	s, err := jsontop.Unquote(v)
+	s, err := Unquote(v)
 	if err != nil {
 		return "", false
 	}
@@ -86,9 +84,9 @@ func HasStringMember(data, key []byte) bool {
 		if i < 0 {
 			return false
 		}
-		j := jsontop.SkipSpace(data, i+len(key))
+		j := SkipSpace(data, i+len(key))
 		if j < len(data) && data[j] == ':' {
-			if j = jsontop.SkipSpace(data, j+1); j < len(data) && data[j] == '"' {
+			if j = SkipSpace(data, j+1); j < len(data) && data[j] == '"' {
 				return true
 			}
 		}
@@ -96,17 +94,17 @@ func HasStringMember(data, key []byte) bool {
 	}
 }
 
-// WithMember returns a copy of the object body (checked by jsontop.Valid)
+// WithMember returns a copy of the object body (checked by Valid)
 // with its top-level member key set to value: in place, where key is a
 // member once, so every other byte stays as it was; at the end, where key
 // is absent. ok is false where key is a member more than once or body is
 // not an object: the caller encodes the document itself.
 func WithMember(body []byte, key string, value []byte) (out []byte, ok bool) {
-	obj := jsontop.SkipSpace(body, 0)
+	obj := SkipSpace(body, 0)
 	var at Span
 	n := 0
-	if !jsontop.Object(body, obj, func(k []byte, start, end int) bool {
-		if jsontop.KeyEquals(k, key) {
+	if !Object(body, obj, func(k []byte, start, end int) bool {
+		if KeyEquals(k, key) {
 			at, n = Span{start, end}, n+1
 		}
 		return true
@@ -118,31 +116,13 @@ func WithMember(body []byte, key string, value []byte) (out []byte, ok bool) {
 		return Splice(body, at.Start, at.End, value), true
 	case 0:
 		member := make([]byte, 0, len(key)+len(value)+4)
-		if !jsontop.Empty(body, obj) {
+		if !Empty(body, obj) {
 			member = append(member, ',')
 		}
-		member = append(jsontop.AppendString(member, key), ':')
+		member = append(AppendString(member, key), ':')
 		member = append(member, value...)
-		closing := jsontop.SkipValue(body, obj) - 1
+		closing := SkipValue(body, obj) - 1
 		return Splice(body, closing, closing, member), true
 	}
 	return nil, false
-}
-
-// WithUsage is a response body with its usage member set to usage: body
-// with that one member replaced (every other byte as the provider sent
-// it), or, where body cannot be edited in place, top (its members) encoded
-// again with usage among them.
-func WithUsage(body []byte, top map[string]json.RawMessage, usage []byte) ([]byte, error) {
-	if body != nil {
-		if out, ok := WithMember(body, "usage", usage); ok {
-			return out, nil
-		}
-	}
-	out := make(map[string]json.RawMessage, len(top)+1)
-	for k, val := range top {
-		out[k] = val
-	}
-	out["usage"] = usage
-	return json.Marshal(out)
 }

@@ -1,9 +1,7 @@
-package wire
+package jsontop
 
 import (
 	"strconv"
-
-	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // The stream assemblers decode every event of a stream for history, and
@@ -18,11 +16,11 @@ import (
 // for the shapes whose decoding into a struct it leaves to encoding/json:
 // a key that is escaped or not ASCII, that differs from a known key in
 // case only (encoding/json matches field names case-insensitively), or
-// that appears twice. b[i:] is valid JSON (jsontop.Valid).
+// that appears twice. b[i:] is valid JSON (Valid).
 func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) bool) bool {
 	var seen uint64
 	ok := true
-	whole := jsontop.Object(b, i, func(raw []byte, start, end int) bool {
+	whole := Object(b, i, func(raw []byte, start, end int) bool {
 		k, plain := knownKey(raw, known, &seen)
 		switch {
 		case !plain:
@@ -35,7 +33,7 @@ func StructMembers(b []byte, i int, known []string, fn func(k int, v []byte) boo
 	return whole && ok
 }
 
-// knownKey is the index in known of the member name raw (as jsontop.Object
+// knownKey is the index in known of the member name raw (as Object
 // passes it), -1 for a member a struct has no field for; plain is false
 // where encoding/json could decode the member otherwise than the name
 // reads: a key that is escaped or not ASCII, that differs from a known
@@ -52,7 +50,7 @@ func knownKey(raw []byte, known []string, seen *uint64) (k int, plain bool) {
 			*seen |= 1 << k
 			return k, true
 		}
-		if jsontop.EqualFoldASCII(raw, name) {
+		if EqualFoldASCII(raw, name) {
 			return -1, false
 		}
 	}
@@ -60,11 +58,11 @@ func knownKey(raw []byte, known []string, seen *uint64) (k int, plain bool) {
 }
 
 // ValidObject walks the object that starts at b[i] and checks it as
-// jsontop.Valid would while it goes, for decoders that read a document in
+// Valid would while it goes, for decoders that read a document in
 // one pass. For each member it calls fn with the member's raw key (as
-// jsontop.Object passes it; checked) and the index where its value
+// Object passes it; checked) and the index where its value
 // starts; fn returns the index just after the value, having checked it
-// itself (jsontop.ValidValue at the object's depth, or a walk of its own
+// itself (ValidValue at the object's depth, or a walk of its own
 // one level deeper), or false to stop. It returns the index just after
 // the object, and false where b[i:] does not start with a valid object or
 // fn stopped.
@@ -76,15 +74,15 @@ func ValidObject(b []byte, i int, fn func(key []byte, start int) (end int, ok bo
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
-		end, ok := jsontop.ValidString(b, i)
+		end, ok := ValidString(b, i)
 		if !ok {
 			return end, false
 		}
 		key := b[i+1 : end-1]
-		if i = jsontop.SkipSpace(b, end); i >= len(b) || b[i] != ':' {
+		if i = SkipSpace(b, end); i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		return fn(key, jsontop.SkipSpace(b, i+1))
+		return fn(key, SkipSpace(b, i+1))
 	})
 }
 
@@ -101,7 +99,7 @@ func ValidArray(b []byte, i int, fn func(start int) (end int, ok bool)) (int, bo
 // is b[i], up to its closing one: item reads one (a member, an element)
 // and returns the index after it.
 func validList(b []byte, i int, closing byte, item func(i int) (int, bool)) (int, bool) {
-	i = jsontop.SkipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == closing {
 		return i + 1, true
 	}
@@ -110,12 +108,12 @@ func validList(b []byte, i int, closing byte, item func(i int) (int, bool)) (int
 		if i, ok = item(i); !ok {
 			return i, false
 		}
-		if i = jsontop.SkipSpace(b, i); i >= len(b) {
+		if i = SkipSpace(b, i); i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
 		case ',':
-			i = jsontop.SkipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 		case closing:
 			return i + 1, true
 		default:
@@ -140,7 +138,7 @@ func ValidMembers(b []byte, i, depth int, known []string, fn func(k, start int) 
 		case k >= 0:
 			return fn(k, start)
 		}
-		return jsontop.ValidValue(b, start, depth)
+		return ValidValue(b, start, depth)
 	})
 }
 
@@ -165,7 +163,7 @@ func DecodeString(v []byte, s *string) bool {
 	case 'n':
 		return true
 	case '"':
-		u, err := jsontop.Unquote(v)
+		u, err := Unquote(v)
 		*s = u
 		return err == nil
 	}
@@ -179,7 +177,7 @@ func DecodeStringPtr(v []byte, p **string) bool {
 		*p = nil
 		return true
 	case '"':
-		u, err := jsontop.Unquote(v)
+		u, err := Unquote(v)
 		*p = &u
 		return err == nil
 	}
