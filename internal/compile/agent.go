@@ -169,7 +169,15 @@ func (b *builder) agentTools(a *Agent, svc *pod.Service) error {
 			}
 			presented[p] = mt.Name
 			a.tools = append(a.tools, mt)
-			a.Tools = append(a.Tools, ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), Mode: mt.Mode, When: mt.When, GrantedBy: g.Keys})
+			ts := ToolSummary{Presented: p, Canonical: mt.Name, Description: mt.Description, ReadOnly: mt.Annotations.IsReadOnly(), Mode: mt.Mode, When: mt.When, GrantedBy: g.Keys}
+			for _, ap := range mt.Approve {
+				if ap.Always {
+					ts.Approve = append(ts.Approve, "always")
+				} else {
+					ts.Approve = append(ts.Approve, ap.When)
+				}
+			}
+			a.Tools = append(a.Tools, ts)
 		}
 	}
 	return nil

@@ -34,7 +34,12 @@ func TestApprovalsCompileIntoToolsJSON(t *testing.T) {
 	editPod(t, dir, "        max-rounds: 4\n", "        max-rounds: 4\n        approve-destructive: true\n        approval-timeout: 90s\n")
 	desc := filepath.Join(dir, "trading-api", ".claw-describe.json")
 	editFile(t, desc, `"http": { "method": "POST", "path": "/api/v1/trades", "body": "json" }`, `"http": { "method": "POST", "path": "/api/v1/trades", "body": "json" }, "annotations": {"destructiveHint": true}`)
-	m := toolsOf(t, build(t, dir, Options{}), "executor")
+	res := build(t, dir, Options{})
+	m := toolsOf(t, res, "executor")
+	// The summary claw compile prints says which calls wait for a person.
+	if sum := Summary(res); !strings.Contains(sum, "approval args.quantity >= 50 or always]") {
+		t.Errorf("summary does not show the approval rules:\n%s", sum)
+	}
 	if m.Policy.ApprovalTimeoutMS != 90000 {
 		t.Errorf("approval_timeout_ms %d", m.Policy.ApprovalTimeoutMS)
 	}

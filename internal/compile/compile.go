@@ -77,6 +77,10 @@ type ToolSummary struct {
 	When []string
 	// GrantedBy names the tools: entries that granted it.
 	GrantedBy []string
+	// Approve is why a call of it waits for a person's decision: "always"
+	// or the `approve:` expression, one per rule (none: calls run
+	// without one).
+	Approve []string
 }
 
 // HasNative reports whether the agent has a native tool: its runner then

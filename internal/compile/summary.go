@@ -43,6 +43,10 @@ func Summary(r *Result) string {
 				if len(t.When) > 0 {
 					tags += ", when " + strings.Join(termsafe.Strings(t.When), " or ")
 				}
+				if len(t.Approve) > 0 {
+					// A call waits for a person's decision (claw approvals).
+					tags += ", approval " + strings.Join(termsafe.Strings(t.Approve), " or ")
+				}
 				if t.Mode == manifest.ModeNative {
 					// The runner calls it by its canonical name on /mcp.
 					fmt.Fprintf(&w, "    %s [%s]\n", esc(t.Canonical), tags)
