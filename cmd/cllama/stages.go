@@ -31,6 +31,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/sharedstate"
 	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/toolexec"
+	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/version"
 )
 
@@ -189,6 +190,10 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		_, sized := med.ContinuityStore().(continuity.Sizer)
 		st.metrics = metrics.New(metrics.Options{Pod: cfg.Pod, Continuity: med.ContinuityStats, ContinuityBytesUnknown: !sized, KeyPools: keys.Snapshot})
 		st.rec.Add(st.metrics)
+	}
+	if tracing.Enabled() {
+		// What each exchange did goes onto its span (recorder.TraceSink).
+		st.rec.Add(recorder.TraceSink{})
 	}
 	// Native mode: the runner's MCP client reaches the same executor and
 	// recorder on /mcp.

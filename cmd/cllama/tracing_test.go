@@ -89,6 +89,18 @@ func TestTracesFollowTheAgentsRequest(t *testing.T) {
 		if r.SpanContext.TraceID().String() != runnerTrace {
 			t.Errorf("request span trace %s, want the runner's %s", r.SpanContext.TraceID(), runnerTrace)
 		}
+		// What the exchange did is on its span, from the records' fact.
+		attrs := map[string]string{}
+		for _, a := range r.Attributes {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		_, costed := attrs["claw.cost_usd"]
+		if attrs["gen_ai.usage.input_tokens"] == "" || !costed && attrs["claw.cost_unknown"] != "true" {
+			t.Errorf("request span without usage or cost: %v", attrs)
+		}
+		if attrs["claw.mediated"] == "true" && attrs["claw.model_calls"] != "2" {
+			t.Errorf("mediated request span: %v, want claw.model_calls 2", attrs)
+		}
 	}
 	// The mediated request: request -> round -> (upstream call, tool call).
 	child := func(parent tracetest.SpanStub, name string) []tracetest.SpanStub {

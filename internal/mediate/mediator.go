@@ -46,6 +46,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Recorder appends session-history entries (history.Writer implements it).
@@ -257,7 +258,7 @@ func (m *Mediator) Mediate(w http.ResponseWriter, r *http.Request, x *exchange.E
 		x.Created(out.resp.ID)
 	}
 	rs.finish(out, t.usage, t.req.IncludeUsage)
-	m.record(t, out)
+	m.record(t, out, trace.SpanFromContext(r.Context()))
 }
 
 // Present renders x's body as the first upstream call of its turn would

@@ -8,6 +8,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/recorder"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // record reports how a mediated turn ended (recorder.Exchange): its
@@ -16,10 +17,10 @@ import (
 // every model call with total_rounds, and the per-round trace. Failed
 // turns are recorded too. The proxy has already emitted the exchange's
 // request event (internal/proxy Options.Mediator).
-func (m *Mediator) record(t *turn, out outcome) {
+func (m *Mediator) record(t *turn, out outcome, span trace.Span) {
 	f := &recorder.Exchange{X: t.x, End: m.opt.Now(), Mediated: true, Status: http.StatusOK,
 		TokensIn: t.usage.Prompt(), TokensOut: t.usage.Output, HaveUsage: true, Calls: t.calls,
-		Cost: t.x.Spend.Total(), Trace: t.rounds, PolicyFiltered: t.filtered, Response: out.body}
+		Cost: t.x.Spend.Total(), Trace: t.rounds, PolicyFiltered: t.filtered, Response: out.body, Span: span}
 	if out.fail != nil {
 		f.Failed, f.Status, f.Error, f.ErrorType = true, out.fail.status, out.fail.msg, out.fail.errType
 	}

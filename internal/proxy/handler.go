@@ -34,7 +34,6 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, fi int)
 		return
 	}
 	defer m.close()
-	defer s.spanCost(r, m.x)
 	if m.mediated {
 		// A transcript may keep slices of the body past the exchange;
 		// the mediator sends the provider's model itself (x.Body keeps

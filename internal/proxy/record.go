@@ -9,6 +9,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // StatusClientClosed is recorded (never sent) when the runner went away
@@ -44,8 +45,9 @@ func (s *Server) failExchange(w http.ResponseWriter, f wire.Format, x *exchange.
 
 // recordResponse records a relayed exchange that got an answer: its
 // response event and, for a 2xx, its history entry (recorder.Exchange).
-func (s *Server) recordResponse(x *exchange.Exchange, status int, u wire.Usage, haveUsage bool, response []byte, note string) {
+func (s *Server) recordResponse(r *http.Request, x *exchange.Exchange, status int, u wire.Usage, haveUsage bool, response []byte, note string) {
 	cost := s.settle(x, status, u, haveUsage)
 	s.rec.Exchange(&recorder.Exchange{X: x, End: s.now(), Status: status, Error: note,
-		TokensIn: u.Prompt(), TokensOut: u.Output, HaveUsage: haveUsage, Cost: cost, Response: response})
+		TokensIn: u.Prompt(), TokensOut: u.Output, HaveUsage: haveUsage, Cost: cost, Response: response,
+		Span: trace.SpanFromContext(r.Context())})
 }

@@ -189,7 +189,7 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format
 	} else {
 		note = fmt.Sprintf("response larger than %d bytes; not kept in history", maxCaptureBytes)
 	}
-	s.recordResponse(x, resp.StatusCode, u, ok, response, note)
+	s.recordResponse(r, x, resp.StatusCode, u, ok, response, note)
 }
 
 // relayStream relays an SSE response event by event, flushing each one so
@@ -296,7 +296,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, f wire.Form
 	if asm != nil {
 		response, note = asm.Result()
 	}
-	s.recordResponse(x, resp.StatusCode, st.Usage, st.HaveUsage, response, note)
+	s.recordResponse(r, x, resp.StatusCode, st.Usage, st.HaveUsage, response, note)
 }
 
 // assembler returns the history assembler for one stream of f: none when

@@ -11,8 +11,6 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/sse"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
@@ -188,20 +186,6 @@ func stripEvent(a usageAsker, ev sse.Event) ([]byte, bool) {
 	}
 	// Data spread over several lines: written as one.
 	return slices.Concat([]byte("data: "), out, []byte("\n\n")), false
-}
-
-// spanCost puts what the exchange cost on its server span.
-func (s *Server) spanCost(r *http.Request, x *exchange.Exchange) {
-	span := trace.SpanFromContext(r.Context())
-	if !span.IsRecording() {
-		return
-	}
-	switch c := x.Spend.Total(); {
-	case c.Known:
-		span.SetAttributes(attribute.Float64("claw.cost_usd", float64(c.MicroUSD)/1e6))
-	case c.Unknown():
-		span.SetAttributes(attribute.Bool("claw.cost_unknown", true))
-	}
 }
 
 // BudgetStatus reports agent's budgets and the pod's in their current

@@ -9,6 +9,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsontop"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ExchangeEvent is the audit event of type typ about x, with the fields
@@ -75,6 +76,15 @@ type Exchange struct {
 	// Response is the answer's body: one cllama rendered (mediated) or
 	// the provider's, kept as a JSON string when it is not JSON.
 	Response []byte
+	// Span is the exchange's span (the edge's server span; nil or a
+	// no-op span when tracing is off), for the trace sink.
+	Span trace.Span
+}
+
+// ExchangeSink is a Sink that also hears each exchange's fact, after its
+// event and entry (the trace sink: TraceSink).
+type ExchangeSink interface {
+	Exchange(f *Exchange)
 }
 
 // Exchange records f: its response or error event, then, for an exchange
@@ -107,12 +117,18 @@ func (r *Recorder) Exchange(f *Exchange) {
 		e.Error, e.ErrorType = f.Error, f.ErrorType
 	}
 	r.Emit(e)
-	if !r.HistoryOn() && !r.HasSinks() || !f.Mediated && (f.Status < 200 || f.Status > 299) {
-		return
+	if (r.HistoryOn() || r.HasSinks()) && (f.Mediated || f.Status >= 200 && f.Status <= 299) {
+		if err := r.Append(f.entry(now)); err != nil {
+			r.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
+				Mediated: f.Mediated, Error: "session history: " + err.Error()})
+		}
 	}
-	if err := r.Append(f.entry(now)); err != nil {
-		r.Emit(audit.Event{ClawID: x.Agent.ID, Type: audit.TypeError, RequestID: x.ID, Format: string(x.Format),
-			Mediated: f.Mediated, Error: "session history: " + err.Error()})
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, s := range r.sinks {
+		if es, ok := s.(ExchangeSink); ok {
+			es.Exchange(f)
+		}
 	}
 }
 
