@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -108,15 +109,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	w.Header().Set("X-Request-Id", id)
 	// reject answers a request refused before it became an exchange.
 	reject := func(a *agentctx.Agent, err error) {
-		se := asStatus(err)
-		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: string(format),
-			StatusCode: se.Status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
-		if a != nil {
-			ev.ClawID = a.ID
-			ev.ManifestPresent, ev.ToolsCount = audit.Ptr(a.Tools != nil), audit.Ptr(a.ToolsCount())
-		}
-		s.rec.Emit(ev)
-		se.Write(w, f)
+		s.refuse(w, f, &recorder.Refusal{RequestID: id, Format: string(format), Agent: a, Start: start, Err: asStatus(err)})
 	}
 
 	if r.Method != http.MethodPost {

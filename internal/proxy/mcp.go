@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
-	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
 
@@ -41,13 +41,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if se.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cllama"`)
 	}
-	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP,
-		StatusCode: se.Status, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
-	if agent != nil {
-		ev.ClawID = agent.ID
-	}
-	s.rec.Emit(ev)
-	se.Write(w, s.fallback)
+	s.refuse(w, s.fallback, &recorder.Refusal{RequestID: id, Format: history.FormatMCP, Route: r.Method + " " + pathMCP, Agent: agent, Start: start, Err: se})
 }
 
 // mcpCaller authenticates an MCP request's bearer token.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
-	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
@@ -37,13 +37,7 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	fi, f := s.catalogFormat(r.Header)
 	reject := func(a *agentctx.Agent, se *apierror.Error) {
-		ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.Status,
-			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
-		if a != nil {
-			ev.ClawID = a.ID
-		}
-		s.rec.Emit(ev)
-		se.Write(w, f)
+		s.refuse(w, f, &recorder.Refusal{RequestID: id, Format: f.Name(), Agent: a, Start: start, Err: se})
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

@@ -51,3 +51,11 @@ func (s *Server) recordResponse(r *http.Request, x *exchange.Exchange, status in
 		TokensIn: u.Prompt(), TokensOut: u.Output, HaveUsage: haveUsage, Cost: cost, Response: response,
 		Span: trace.SpanFromContext(r.Context())})
 }
+
+// refuse answers a request refused before it became an exchange, in f's
+// error shape, and records it (recorder.Refusal).
+func (s *Server) refuse(w http.ResponseWriter, f wire.Format, rf *recorder.Refusal) {
+	rf.End = s.now()
+	s.rec.Refuse(rf)
+	rf.Err.Write(w, f)
+}

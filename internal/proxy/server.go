@@ -434,13 +434,8 @@ func (s *Server) serveNoRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	f := s.family(path)
 	se := apierror.New(http.StatusNotFound, apierror.TypeNotFound, msg)
-	ev := audit.Event{Type: audit.TypeError, RequestID: id, Format: f.Name(), StatusCode: se.Status,
-		LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
-	if a, err := s.caller(r); err == nil {
-		ev.ClawID = a.ID
-	}
-	s.rec.Emit(ev)
-	se.Write(w, f)
+	a, _ := s.caller(r)
+	s.refuse(w, f, &recorder.Refusal{RequestID: id, Format: f.Name(), Agent: a, Start: start, Err: se})
 }
 
 // family is the format whose route path is, or extends by a path

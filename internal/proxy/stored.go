@@ -16,6 +16,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/jsontop"
 	"github.com/clawdapus/clawgo/internal/owners"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 )
@@ -142,9 +143,7 @@ func (s *Server) serveObjectRoutes(w http.ResponseWriter, r *http.Request) bool 
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	se := apierror.New(http.StatusMethodNotAllowed, apierror.TypeInvalidRequest,
 		fmt.Sprintf("use %s %s", strings.Join(allow, " or "), r.URL.Path))
-	s.rec.Emit(audit.Event{Type: audit.TypeError, RequestID: id, Format: matched.f.Name(), StatusCode: se.Status,
-		Route: r.Method + " " + r.URL.Path, LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message})
-	se.Write(w, matched.f)
+	s.refuse(w, matched.f, &recorder.Refusal{RequestID: id, Format: matched.f.Name(), Route: r.Method + " " + r.URL.Path, Start: start, Err: se})
 	return true
 }
 
@@ -156,13 +155,7 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request, o *objectRo
 	w.Header().Set("X-Request-Id", reqID)
 	route := r.Method + " " + r.URL.Path
 	reject := func(a *agentctx.Agent, se *apierror.Error) {
-		ev := audit.Event{Type: audit.TypeError, RequestID: reqID, Format: o.f.Name(), Route: route, StatusCode: se.Status,
-			LatencyMS: audit.Ptr(sinceMS(s.now(), start)), Error: se.Message}
-		if a != nil {
-			ev.ClawID = a.ID
-		}
-		s.rec.Emit(ev)
-		se.Write(w, o.f)
+		s.refuse(w, o.f, &recorder.Refusal{RequestID: reqID, Format: o.f.Name(), Route: route, Agent: a, Start: start, Err: se})
 	}
 	agent, err := s.caller(r)
 	if err != nil {

@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsontop"
+	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -206,4 +208,41 @@ func intPtr(n int) *int {
 		return ptrZero
 	}
 	return audit.Ptr(n)
+}
+
+// Refusal is a request cllama answered with an error before it became an
+// exchange (a wrong method, no credentials, a body it could not read, no
+// route): reported once, as an error event carrying what the edge knew.
+type Refusal struct {
+	RequestID string
+	// Format is the error's shape (the route's format, or history's
+	// "mcp"); Route, when set, is the method and path.
+	Format, Route string
+	// Agent is the caller, when it authenticated (nil: unknown).
+	Agent *agentctx.Agent
+	// Start is when the request arrived, End when it was refused (zero:
+	// now).
+	Start, End time.Time
+	Err        *apierror.Error
+}
+
+// Refuse records f's error event.
+func (r *Recorder) Refuse(f *Refusal) {
+	if r == nil {
+		return
+	}
+	e := audit.Event{Type: audit.TypeError, RequestID: f.RequestID, Format: f.Format, Route: f.Route,
+		StatusCode: f.Err.Status, Error: f.Err.Message}
+	if !f.Start.IsZero() {
+		end := f.End
+		if end.IsZero() {
+			end = r.now()
+		}
+		e.LatencyMS = audit.Ptr(end.Sub(f.Start).Milliseconds())
+	}
+	if a := f.Agent; a != nil {
+		e.ClawID = a.ID
+		e.ManifestPresent, e.ToolsCount = boolPtr(a.Tools != nil), intPtr(a.ToolsCount())
+	}
+	r.Emit(e)
 }
