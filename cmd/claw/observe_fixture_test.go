@@ -25,6 +25,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/modelsim"
 	"github.com/clawdapus/clawgo/internal/pod"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -211,9 +212,10 @@ func TestRecordObserveFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := recorder.New(aud, hw)
 	exec := toolexec.New(toolexec.Options{Transport: tr})
 	defer exec.Close()
-	med, err := mediate.New(mediate.Options{Runner: exec, Audit: aud, History: hw})
+	med, err := mediate.New(mediate.Options{Runner: exec, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

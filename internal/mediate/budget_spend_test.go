@@ -18,6 +18,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -79,7 +80,8 @@ func budgetTurn(t *testing.T, k kit, stream bool) {
 	t.Cleanup(func() { _ = ex.Close() })
 	auditBuf := &syncBuffer{}
 	logger := audit.New(auditBuf)
-	med, err := New(Options{Runner: ex, Audit: logger, History: hist, StateDir: filepath.Join(dir, "state"), KeepaliveInterval: 5 * time.Millisecond})
+	rec := recorder.New(logger, hist)
+	med, err := New(Options{Runner: ex, Recorder: rec, StateDir: filepath.Join(dir, "state"), KeepaliveInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -59,7 +60,8 @@ func TestBehindTheProxy(t *testing.T) {
 			t.Cleanup(func() { _ = ex.Close() })
 			auditBuf := &syncBuffer{}
 			logger := audit.New(auditBuf)
-			med, err := New(Options{Runner: ex, Audit: logger, History: hist, StateDir: filepath.Join(dir, "state")})
+			rec := recorder.New(logger, hist)
+			med, err := New(Options{Runner: ex, Recorder: rec, StateDir: filepath.Join(dir, "state")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/modelsim"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -83,8 +84,9 @@ func responsesRunner(t *testing.T, chain, stream bool) {
 	t.Cleanup(func() { _ = ex.Close() })
 	auditBuf := &syncBuffer{}
 	logger := audit.New(auditBuf)
+	rec := recorder.New(logger, nil)
 	state := filepath.Join(dir, "state")
-	med, err := New(Options{Runner: ex, Audit: logger, StateDir: state})
+	med, err := New(Options{Runner: ex, Recorder: rec, StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
