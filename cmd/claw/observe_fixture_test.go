@@ -220,7 +220,7 @@ func TestRecordObserveFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := proxy.New(cfg, proxy.Options{Audit: aud, History: hw, Transport: tr, Mediator: med,
-		Decorator: feeds.New(feeds.Options{Audit: aud, Client: &http.Client{Transport: tr}})})
+		Decorator: feeds.New(feeds.Options{Recorder: rec, Client: &http.Client{Transport: tr}})})
 	if err != nil {
 		t.Fatal(err)
 	}
