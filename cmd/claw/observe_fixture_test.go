@@ -25,7 +25,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/modelsim"
 	"github.com/clawdapus/clawgo/internal/pod"
 	"github.com/clawdapus/clawgo/internal/proxy"
-	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -208,18 +207,17 @@ func TestRecordObserveFixtures(t *testing.T) {
 		defer mu.Unlock()
 		return stdout.Write(p)
 	}))
-	hw, err := history.NewWriter(histDir)
+	rec, hw, err := proxy.OpenRecorder(cfg, aud, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := recorder.New(aud, hw)
 	exec := toolexec.New(toolexec.Options{Transport: tr})
 	defer exec.Close()
 	med, err := mediate.New(mediate.Options{Runner: exec, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, proxy.Options{Audit: aud, History: hw, Transport: tr, Mediator: med,
+	srv, err := proxy.New(cfg, proxy.Options{Recorder: rec, Transport: tr, Mediator: med,
 		Decorator: feeds.New(feeds.Options{Recorder: rec, Client: &http.Client{Transport: tr}})})
 	if err != nil {
 		t.Fatal(err)

@@ -87,7 +87,7 @@ func budgetTurn(t *testing.T, k kit, stream bool) {
 	}
 	// $1 per 1M tokens in and out: round 1 costs 5 µUSD.
 	srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir, Pod: "desk"},
-		proxy.Options{Audit: logger, History: hist, Mediator: med, AgentCheckInterval: -1,
+		proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1,
 			Spend: proxy.SpendOptions{Pricing: map[string]manifest.Price{"scripted/up-model": {Input: 1_000_000, Output: 1_000_000, CachedInput: 1_000_000, CacheWrite: 1_000_000}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func TestHiddenRoundFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), Pod: "desk"},
-		proxy.Options{Audit: logger, Mediator: med, AgentCheckInterval: -1})
+		proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

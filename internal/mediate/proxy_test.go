@@ -66,7 +66,7 @@ func TestBehindTheProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir, Pod: "desk"},
-				proxy.Options{Audit: logger, History: hist, Mediator: med, AgentCheckInterval: -1})
+				proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

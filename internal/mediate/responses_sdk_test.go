@@ -91,7 +91,7 @@ func responsesRunner(t *testing.T, chain, stream bool) {
 		t.Fatal(err)
 	}
 	srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), StateDir: state, DefaultProvider: "openai"},
-		proxy.Options{Audit: logger, Mediator: med, AgentCheckInterval: -1})
+		proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
