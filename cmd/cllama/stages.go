@@ -36,17 +36,19 @@ import (
 var flagHelp = flag.ErrHelp
 
 // stages are the request stages plugged into the proxy: the feed Decorator
-// (spec 003) and the managed-tool Mediator (spec 000), which share the
-// proxy's audit logger and history writer.
+// (spec 003), the managed-tool Mediator (spec 000) and the MCP broker,
+// which report to the proxy's one recorder.
 type stages struct {
 	opts     proxy.Options
 	executor *toolexec.Executor
 	mediator *mediate.Mediator
 	broker   *broker.Broker
-	history  *history.Writer
-	rec      *recorder.Recorder
-	redis    io.Closer
-	owners   owners.Registry
+	// rec is the one recorder (proxy.OpenRecorder); history its session
+	// history writer (nil when history is off), closed last.
+	history *history.Writer
+	rec     *recorder.Recorder
+	redis   io.Closer
+	owners  owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
 	// keys are the providers' key pools and circuits.
