@@ -207,18 +207,18 @@ func TestRecordObserveFixtures(t *testing.T) {
 		defer mu.Unlock()
 		return stdout.Write(p)
 	}))
-	hw, err := history.NewWriter(histDir)
+	rec, hw, err := proxy.OpenRecorder(cfg, aud, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exec := toolexec.New(toolexec.Options{Transport: tr})
 	defer exec.Close()
-	med, err := mediate.New(mediate.Options{Runner: exec, Audit: aud, History: hw})
+	med, err := mediate.New(mediate.Options{Runner: exec, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := proxy.New(cfg, proxy.Options{Audit: aud, History: hw, Transport: tr, Mediator: med,
-		Decorator: feeds.New(feeds.Options{Audit: aud, Client: &http.Client{Transport: tr}})})
+	srv, err := proxy.New(cfg, proxy.Options{Recorder: rec, Transport: tr, Mediator: med,
+		Decorator: feeds.New(feeds.Options{Recorder: rec, Client: &http.Client{Transport: tr}})})
 	if err != nil {
 		t.Fatal(err)
 	}

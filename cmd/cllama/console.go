@@ -41,7 +41,7 @@ func startConsole(ctx context.Context, cfg proxy.Config, st *stages, srv *proxy.
 	var idx *histindex.Index
 	if cfg.HistoryDir != "" {
 		var err error
-		idx, err = histindex.Open(histindex.Options{HistoryDir: cfg.HistoryDir, Path: consoleIndexPath(cfg, st.replica)})
+		idx, err = histindex.Open(histindex.Options{HistoryDir: cfg.HistoryDir, Path: consoleIndexPath(cfg, cfg.HistoryReplica())})
 		if err != nil {
 			return nil, fmt.Errorf("console: %w (set CLLAMA_STATE_DIR to a writable directory)", err)
 		}

@@ -20,7 +20,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/history"
-	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/mediate"
@@ -38,17 +37,19 @@ import (
 var flagHelp = flag.ErrHelp
 
 // stages are the request stages plugged into the proxy: the feed Decorator
-// (spec 003) and the managed-tool Mediator (spec 000), which share the
-// proxy's audit logger and history writer.
+// (spec 003), the managed-tool Mediator (spec 000) and the MCP broker,
+// which report to the proxy's one recorder.
 type stages struct {
 	opts     proxy.Options
 	executor *toolexec.Executor
 	mediator *mediate.Mediator
 	broker   *broker.Broker
-	history  *history.Writer
-	rec      *recorder.Recorder
-	redis    io.Closer
-	owners   owners.Registry
+	// rec is the one recorder (proxy.OpenRecorder); history its session
+	// history writer (nil when history is off), closed last.
+	history *history.Writer
+	rec     *recorder.Recorder
+	redis   io.Closer
+	owners  owners.Registry
 	// metrics is the Prometheus sink, when CLLAMA_METRICS_ADDR is set.
 	metrics *metrics.Sink
 	// keys are the providers' key pools and circuits.
@@ -58,8 +59,6 @@ type stages struct {
 	// ledger keeps the budgets' counters in Redis with CLLAMA_STATE_URL
 	// (nil: a file under the state directory).
 	ledger spend.Ledger
-	// replica names this replica's history files ("" for history.jsonl).
-	replica string
 	// pod is the pod-wide settings (<auth>/pod.json).
 	pod *manifest.Pod
 	// alerts is the pod's webhook (alerts.Discard without one); webhook
@@ -104,32 +103,13 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	if err := st.wireOperator(cfg, stderr); err != nil {
 		return nil, err
 	}
-	if cfg.HistoryDir != "" {
-		opts, err := history.ParseSync(cfg.HistoryFsync)
-		if err != nil {
-			return nil, fmt.Errorf("CLLAMA_HISTORY_FSYNC: %w", err)
-		}
-		opts.OnSyncError = func(err error) { fmt.Fprintf(stderr, "cllama: %v (retried next interval)\n", err) }
-		// A partial last line a crash left is cut off when a file is
-		// first opened: an audit event says so. st.rec is set below,
-		// before any file is opened (files open on their first entry).
-		opts.OnRepair = func(agent string, c jsonl.Cut) {
-			st.rec.Emit(audit.FileRepaired(agent, c.Path, c.Offset, c.Bytes))
-		}
-		opts.Replica = cfg.ReplicaID
-		if opts.Replica == "" && cfg.StateURL != "" {
-			// Replicas share the history directory: one file each.
-			if h, err := os.Hostname(); err == nil {
-				opts.Replica = h
-			}
-		}
-		st.replica = opts.Replica
-		hw, err := history.NewWriterWith(cfg.HistoryDir, opts)
-		if err != nil {
-			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
-		}
-		st.history = hw
+	// One recorder for every stage: the audit log, session history, and
+	// whatever else listens (metrics, traces).
+	rec, hw, err := proxy.OpenRecorder(cfg, aud, func(err error) { fmt.Fprintf(stderr, "cllama: %v (retried next interval)\n", err) })
+	if err != nil {
+		return nil, err
 	}
+	st.rec, st.history = rec, hw
 	var shared mediate.ContinuityStore
 	var redisClient *redis.Client
 	var sharedKeys keypool.Shared
@@ -148,13 +128,6 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 	} else if cfg.ContinuityDir() == "" {
 		fmt.Fprintln(stderr, "cllama: no CLLAMA_STATE_DIR or CLAW_SESSION_HISTORY_DIR: tool-loop continuity is kept in memory only")
 	}
-	// One recorder for every stage: the audit log, session history, and
-	// whatever else listens (metrics, traces).
-	var hist recorder.Appender
-	if st.history != nil {
-		hist = st.history
-	}
-	st.rec = recorder.New(aud, hist)
 	results, err := openResults(cfg, redisClient, stderr)
 	if err != nil {
 		_ = st.Close()
@@ -212,7 +185,6 @@ func wireStages(cfg proxy.Config, aud *audit.Logger, stderr io.Writer) (*stages,
 		Broker:    st.broker,
 		Owners:    st.owners,
 		Recorder:  st.rec,
-		History:   st.history,
 		Decorator: decorator,
 		Mediator:  med,
 		KeyPools:  keys,

@@ -30,8 +30,6 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/approvals"
-	"github.com/clawdapus/clawgo/internal/audit"
-	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/resultstore"
@@ -50,25 +48,17 @@ const (
 	DefaultMaxRequestBytes     = 4 << 20
 )
 
-// Recorder appends session-history entries (history.Writer implements it).
-type Recorder interface {
-	Append(e history.Entry) error
-}
-
 // Options configure a Broker.
 type Options struct {
 	// Runner executes calls (the executor the model loop uses). Required.
 	Runner toolexec.Runner
-	// Audit receives one tool_call event per call. Nil discards.
-	Audit *audit.Logger
-	// History receives one entry per call. Nil records nothing.
-	History Recorder
+	// Recorder receives one tool_call event and one history entry per
+	// call: cllama's one recorder, which writes the audit log and session
+	// history and feeds metrics and traces. Nil records nothing.
+	Recorder *recorder.Recorder
 	// Feeds returns the agent's feeds as last fetched, by name (feeds'
 	// Decorator.Cached), for tool policy. Nil: none.
 	Feeds func(a *agentctx.Agent) map[string]string
-	// Recorder, when set, receives the events and entries instead of Audit
-	// and History (cllama's one recorder).
-	Recorder *recorder.Recorder
 	// Pod names the pod in history entries.
 	Pod string
 	// MaxSessionsPerAgent bounds an agent's open MCP sessions; opening
@@ -132,9 +122,6 @@ func New(o Options) *Broker {
 		o.Version = "dev"
 	}
 	b := &Broker{o: o, rec: o.Recorder, policy: policy.NewEvaluator(), agents: map[string]*agentServer{}}
-	if b.rec == nil {
-		b.rec = recorder.New(o.Audit, o.History)
-	}
 	if b.o.NewID == nil {
 		// A random per-process prefix and a counter: unique across
 		// restarts, like the proxy's request ids.

@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/resultstore"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
@@ -73,7 +74,7 @@ func TestKeptResultOnMCP(t *testing.T) {
 	ex := toolexec.New(toolexec.Options{})
 	defer ex.Close()
 	var events bytes.Buffer
-	b := New(Options{Runner: ex, Results: store, Audit: audit.New(&events)})
+	b := New(Options{Runner: ex, Results: store, Recorder: recorder.New(audit.New(&events), nil)})
 	defer b.Close()
 	alice, bob := reportAgent("alice", svc.URL), reportAgent("bob", svc.URL)
 	serve := func(a *agentctx.Agent) string {

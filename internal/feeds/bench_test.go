@@ -12,6 +12,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 )
 
 // benchRequest is an OpenAI or Anthropic request with a system prompt and
@@ -59,7 +60,7 @@ func benchFeeds(b *testing.B, ttl int) []manifest.Feed {
 
 func benchDecorate(b *testing.B, f exchange.Format, ttl, turns int) {
 	agent := &agentctx.Agent{ID: "tiverton", Feeds: benchFeeds(b, ttl)}
-	d := New(Options{Audit: audit.New(io.Discard)})
+	d := New(Options{Recorder: recorder.New(audit.New(io.Discard), nil)})
 	body := benchRequest(f, turns)
 	x := &exchange.Exchange{ID: "r", Agent: agent, Pod: "trading-desk", Format: f}
 	x.Body = body

@@ -61,10 +61,9 @@ type Options struct {
 	// again; never longer than the feed's TTL. Default
 	// DefaultFailureBackoff (5s); negative disables.
 	FailureBackoff time.Duration
-	// Audit receives feed_fetch and manifest_error events. Default: none.
-	Audit *audit.Logger
-	// Recorder, when set, receives them instead (cllama's one recorder,
-	// which writes the audit log and feeds metrics and traces).
+	// Recorder receives feed_fetch and manifest_error events: cllama's one
+	// recorder, which writes the audit log and feeds metrics and traces.
+	// Nil records nothing.
 	Recorder *recorder.Recorder
 	// Now is the clock for TTLs, refreshed times and ages. Default
 	// time.Now. Fetch latencies are always measured on the real clock.
@@ -82,7 +81,7 @@ type Decorator struct {
 	maxBody     int64
 	concurrency int
 	backoff     time.Duration
-	audit       *recorder.Recorder
+	rec         *recorder.Recorder
 	now         func() time.Time
 
 	cache   *cache
@@ -108,13 +107,10 @@ func New(opts Options) *Decorator {
 		maxBody:     cmpOr(opts.MaxBodyBytes, DefaultMaxBodyBytes),
 		concurrency: cmpOr(opts.Concurrency, DefaultConcurrency),
 		backoff:     opts.FailureBackoff,
-		audit:       opts.Recorder,
+		rec:         opts.Recorder,
 		now:         opts.Now,
 		cache:       newCache(cmpOr(opts.CacheEntries, DefaultCacheEntries)),
 		reported:    make(map[string]*agentctx.Agent),
-	}
-	if d.audit == nil && opts.Audit != nil {
-		d.audit = recorder.New(opts.Audit, nil)
 	}
 	if d.client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -293,13 +289,13 @@ func (d *Decorator) fetch(ctx context.Context, x *exchange.Exchange, f *manifest
 		reason := failureReason(err, status, d.timeout)
 		prev := d.cache.putFailure(key, now, reason)
 		ev.Status, ev.Stale, ev.Error = "error", prev != nil, err.Error()
-		d.audit.Emit(ev)
+		d.rec.Emit(ev)
 		return outcome{snap: prev, stale: prev != nil, reason: reason}
 	}
 	s := newSnapshot(withoutBearer(body, bearerFor(x, f)), ctype, limited, ttlOf(f), now)
 	d.cache.putGood(key, s)
 	ev.Status = "ok"
-	d.audit.Emit(ev)
+	d.rec.Emit(ev)
 	return outcome{snap: s}
 }
 
@@ -307,7 +303,7 @@ func (d *Decorator) fetch(ctx context.Context, x *exchange.Exchange, f *manifest
 // fresh content (failed=false) or, while backing off, the last failure's
 // stale content or placeholder.
 func (d *Decorator) emitCached(x *exchange.Exchange, f *manifest.Feed, e cacheEntry, failed bool) {
-	if d.audit == nil {
+	if d.rec == nil {
 		return
 	}
 	ev := audit.Event{
@@ -325,7 +321,7 @@ func (d *Decorator) emitCached(x *exchange.Exchange, f *manifest.Feed, e cacheEn
 	if failed {
 		ev.Status, ev.Stale, ev.Error = "error", e.good != nil, e.failReason
 	}
-	d.audit.Emit(ev)
+	d.rec.Emit(ev)
 }
 
 // reportManifestError emits one manifest_error event per loaded snapshot of
@@ -342,7 +338,7 @@ func (d *Decorator) reportManifestError(x *exchange.Exchange) {
 	if seen {
 		return
 	}
-	d.audit.Emit(audit.Event{
+	d.rec.Emit(audit.Event{
 		Type:      audit.TypeManifestError,
 		ClawID:    a.ID,
 		RequestID: x.ID,

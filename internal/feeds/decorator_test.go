@@ -18,6 +18,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 )
 
 func TestBlockFormat(t *testing.T) {
@@ -300,7 +301,7 @@ func TestStaleWithAgeWarning(t *testing.T) {
 			})
 			log := &auditLog{}
 			clk := newClock()
-			d := New(Options{Now: clk.Now, Audit: audit.New(log)})
+			d := New(Options{Now: clk.Now, Recorder: recorder.New(audit.New(log), nil)})
 			agent := &agentctx.Agent{ID: "a1", Feeds: []manifest.Feed{svc.feed("portfolio", "/p", 30)}}
 			decorate(t, d, f, agent)
 
@@ -342,7 +343,7 @@ func TestUnavailablePlaceholder(t *testing.T) {
 			dead.Close()
 
 			log := &auditLog{}
-			d := New(Options{Timeout: 200 * time.Millisecond, Audit: audit.New(log)})
+			d := New(Options{Timeout: 200 * time.Millisecond, Recorder: recorder.New(audit.New(log), nil)})
 			agent := &agentctx.Agent{ID: "a1", Feeds: []manifest.Feed{
 				svc.feed("e500", "/500", 60),
 				svc.feed("e404", "/missing", 60),
@@ -384,7 +385,7 @@ func TestFailureBackoff(t *testing.T) {
 	svc.handle("/p", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 502) })
 	clk := newClock()
 	log := &auditLog{}
-	d := New(Options{Now: clk.Now, Audit: audit.New(log)})
+	d := New(Options{Now: clk.Now, Recorder: recorder.New(audit.New(log), nil)})
 	agent := &agentctx.Agent{ID: "a1", Feeds: []manifest.Feed{svc.feed("p", "/p", 60)}}
 	decorate(t, d, formatOpenAI, agent)
 	clk.Advance(DefaultFailureBackoff - time.Second)
@@ -565,7 +566,7 @@ func TestAuditEvents(t *testing.T) {
 	svc.text("/p", "", "12345")
 	log := &auditLog{}
 	clk := newClock()
-	d := New(Options{Now: clk.Now, Audit: audit.New(log)})
+	d := New(Options{Now: clk.Now, Recorder: recorder.New(audit.New(log), nil)})
 	agent := &agentctx.Agent{ID: "a1", Feeds: []manifest.Feed{svc.feed("p", "/p", 60)}}
 	decorate(t, d, formatOpenAI, agent)
 	decorate(t, d, formatOpenAI, agent)
@@ -588,7 +589,7 @@ func TestFeedsErr(t *testing.T) {
 	for _, f := range testFormats {
 		t.Run(string(f), func(t *testing.T) {
 			log := &auditLog{}
-			d := New(Options{Audit: audit.New(log)})
+			d := New(Options{Recorder: recorder.New(audit.New(log), nil)})
 			loadErr := errors.New("feeds.json: [0].name: required")
 			agent := &agentctx.Agent{ID: "a1", FeedsErr: loadErr}
 			for range 3 {

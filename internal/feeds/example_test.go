@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/feeds"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 )
 
@@ -27,8 +28,8 @@ func Example() {
 	defer svc.Close()
 
 	d := feeds.New(feeds.Options{
-		Audit:   audit.New(io.Discard), // cllama passes its audit logger (stdout)
-		Timeout: 2 * time.Second,
+		Recorder: recorder.New(audit.New(io.Discard), nil), // cllama passes its one recorder
+		Timeout:  2 * time.Second,
 	})
 	agent := &agentctx.Agent{ID: "octopus", Feeds: []manifest.Feed{
 		{Name: "fleet-alerts", Source: "claw-api", Path: "/fleet/alerts", TTL: 30, URL: svc.URL + "/fleet/alerts"},

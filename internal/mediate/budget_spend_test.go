@@ -18,6 +18,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -79,13 +80,14 @@ func budgetTurn(t *testing.T, k kit, stream bool) {
 	t.Cleanup(func() { _ = ex.Close() })
 	auditBuf := &syncBuffer{}
 	logger := audit.New(auditBuf)
-	med, err := New(Options{Runner: ex, Audit: logger, History: hist, StateDir: filepath.Join(dir, "state"), KeepaliveInterval: 5 * time.Millisecond})
+	rec := recorder.New(logger, hist)
+	med, err := New(Options{Runner: ex, Recorder: rec, StateDir: filepath.Join(dir, "state"), KeepaliveInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// $1 per 1M tokens in and out: round 1 costs 5 µUSD.
 	srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir, Pod: "desk"},
-		proxy.Options{Audit: logger, History: hist, Mediator: med, AgentCheckInterval: -1,
+		proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1,
 			Spend: proxy.SpendOptions{Pricing: map[string]manifest.Price{"scripted/up-model": {Input: 1_000_000, Output: 1_000_000, CachedInput: 1_000_000, CacheWrite: 1_000_000}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -45,12 +46,13 @@ func TestHiddenRoundFallsBack(t *testing.T) {
 	t.Cleanup(func() { _ = ex.Close() })
 	auditBuf := &syncBuffer{}
 	logger := audit.New(auditBuf)
-	med, err := New(Options{Runner: ex, Audit: logger, StateDir: filepath.Join(dir, "state")})
+	rec := recorder.New(logger, nil)
+	med, err := New(Options{Runner: ex, Recorder: rec, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), Pod: "desk"},
-		proxy.Options{Audit: logger, Mediator: med, AgentCheckInterval: -1})
+		proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/exchange"
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/resultstore"
 	"github.com/clawdapus/clawgo/internal/sse"
 	"github.com/clawdapus/clawgo/internal/toolexec"
@@ -352,7 +353,7 @@ func (h *harness) newMediator(o harnessOptions) *Mediator {
 	if h.med != nil {
 		_ = h.med.Close() // a restart: the old one lets go of the state directory
 	}
-	m, err := New(Options{Runner: runner, Audit: audit.New(h.audit), History: h.hist, StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
+	m, err := New(Options{Runner: runner, Recorder: recorder.New(audit.New(h.audit), h.hist), StateDir: h.stateDir, KeepaliveInterval: ka, ContinuityMaxEntryBytes: o.maxEntryBytes, Continuity: o.continuity,
 		RetryBaseDelay: time.Millisecond, Results: o.results, Approvals: o.approvals})
 	if err != nil {
 		h.t.Fatal(err)

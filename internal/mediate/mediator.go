@@ -37,7 +37,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/continuity"
 	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/policy"
 	"github.com/clawdapus/clawgo/internal/recorder"
@@ -49,22 +48,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Recorder appends session-history entries (history.Writer implements it).
-type Recorder interface {
-	Append(e history.Entry) error
-}
-
 // Options configure a Mediator. Zero values mean the documented defaults.
 type Options struct {
 	// Runner executes managed calls. Required.
 	Runner toolexec.Runner
-	// Audit receives one tool_call event per managed call. Nil discards.
-	Audit *audit.Logger
-	// History receives one entry per mediated exchange. Nil records nothing.
-	History Recorder
-	// Recorder, when set, receives the events and entries instead of Audit
-	// and History (cllama's one recorder, which writes both and feeds
-	// metrics and traces).
+	// Recorder receives the events (one tool_call event per managed call,
+	// a response or error event per turn) and one history entry per
+	// mediated exchange: cllama's one recorder, which writes the audit
+	// log and session history and feeds metrics and traces. Nil records
+	// nothing.
 	Recorder *recorder.Recorder
 	// StateDir is a directory the Mediator owns: continuity entries are
 	// kept there (one 0600 file each) so hidden rounds survive a restart.
@@ -158,17 +150,13 @@ func New(o Options) (*Mediator, error) {
 	if o.Runner == nil {
 		return nil, errors.New("mediate: Options.Runner is required")
 	}
-	rec := o.Recorder
-	if rec == nil {
-		rec = recorder.New(o.Audit, o.History)
-	}
 	var owned *Store
 	if o.Continuity == nil {
 		// A record a crash cut short, cut off the log at open, is
 		// logged like any repaired file.
 		store, err := OpenStore(StoreOptions{Dir: o.StateDir, MaxEntries: o.MaxContinuityEntries, MaxBytes: o.ContinuityMaxBytes,
 			MaxEntryBytes: o.ContinuityMaxEntryBytes, MaxAge: o.ContinuityMaxAge, Now: o.Now,
-			OnRepair: func(c jsonl.Cut) { rec.Emit(audit.FileRepaired("", c.Path, c.Offset, c.Bytes)) }})
+			OnRepair: func(c jsonl.Cut) { o.Recorder.Emit(audit.FileRepaired("", c.Path, c.Offset, c.Bytes)) }})
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +168,7 @@ func New(o Options) (*Mediator, error) {
 		loops:    map[exchange.Format]wire.ToolLoop{},
 		catalogs: newCatalogCache(),
 		canon:    newCanonCache(canonCacheSize),
-		rec:      rec,
+		rec:      o.Recorder,
 		policy:   policy.NewEvaluator(),
 	}
 	for _, f := range formats.All() {

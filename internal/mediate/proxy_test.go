@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -59,12 +60,13 @@ func TestBehindTheProxy(t *testing.T) {
 			t.Cleanup(func() { _ = ex.Close() })
 			auditBuf := &syncBuffer{}
 			logger := audit.New(auditBuf)
-			med, err := New(Options{Runner: ex, Audit: logger, History: hist, StateDir: filepath.Join(dir, "state")})
+			rec := recorder.New(logger, hist)
+			med, err := New(Options{Runner: ex, Recorder: rec, StateDir: filepath.Join(dir, "state")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir, Pod: "desk"},
-				proxy.Options{Audit: logger, History: hist, Mediator: med, AgentCheckInterval: -1})
+				proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/manifest"
 	"github.com/clawdapus/clawgo/internal/modelsim"
 	"github.com/clawdapus/clawgo/internal/proxy"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -83,13 +84,14 @@ func responsesRunner(t *testing.T, chain, stream bool) {
 	t.Cleanup(func() { _ = ex.Close() })
 	auditBuf := &syncBuffer{}
 	logger := audit.New(auditBuf)
+	rec := recorder.New(logger, nil)
 	state := filepath.Join(dir, "state")
-	med, err := New(Options{Runner: ex, Audit: logger, StateDir: state})
+	med, err := New(Options{Runner: ex, Recorder: rec, StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := proxy.New(proxy.Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), StateDir: state, DefaultProvider: "openai"},
-		proxy.Options{Audit: logger, Mediator: med, AgentCheckInterval: -1})
+		proxy.Options{Recorder: rec, Mediator: med, AgentCheckInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/tracing"
 )
 
@@ -119,7 +120,8 @@ func newBenchRig(b *testing.B, history bool) *benchRig {
 	if history {
 		cfg.HistoryDir = filepath.Join(dir, "history")
 	}
-	srv, err := New(cfg, Options{Audit: audit.New(io.Discard)})
+	rec, _ := openRecorder(b, cfg, io.Discard)
+	srv, err := New(cfg, Options{Recorder: rec})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -329,7 +331,8 @@ func BenchmarkHandlerNoNetwork(b *testing.B) {
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}},
 					Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)), Request: r}, nil
 			})
-			srv, err := New(cfg, Options{Audit: audit.New(io.Discard), Transport: rt})
+			rec, _ := openRecorder(b, cfg, io.Discard)
+			srv, err := New(cfg, Options{Recorder: rec, Transport: rt})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -369,7 +372,7 @@ func BenchmarkTracingCost(b *testing.B) {
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 					Body: io.NopCloser(bytes.NewReader(benchResponse)), ContentLength: int64(len(benchResponse)), Request: r}, nil
 			})
-			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Audit: audit.New(io.Discard), Transport: rt})
+			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Recorder: recorder.New(audit.New(io.Discard), nil), Transport: rt})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -283,6 +284,9 @@ func (c Config) withDefaults() Config {
 	if c.StoredIDsMax <= 0 {
 		c.StoredIDsMax = d.StoredIDsMax
 	}
+	if c.HistoryFsync == "" {
+		c.HistoryFsync = d.HistoryFsync
+	}
 	return c
 }
 
@@ -522,4 +526,16 @@ func (c Config) ContinuityDir() string {
 		return filepath.Join(c.HistoryDir, ".continuity")
 	}
 	return ""
+}
+
+// HistoryReplica is the name of this replica's history files
+// (history.<replica>.jsonl): ReplicaID, else, with StateURL (replicas
+// share the history directory: one file each), the host name, else ""
+// (history.jsonl).
+func (c Config) HistoryReplica() string {
+	if c.ReplicaID != "" || c.StateURL == "" {
+		return c.ReplicaID
+	}
+	h, _ := os.Hostname()
+	return h
 }

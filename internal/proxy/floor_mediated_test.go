@@ -121,7 +121,7 @@ func newMediatedRig(b *testing.B, provider, svc, stateDir string) *benchRig {
 		b.Fatal(err)
 	}
 	cfg := Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: histDir}
-	srv, err := New(cfg, Options{Recorder: rec, History: hist, Mediator: med})
+	srv, err := New(cfg, Options{Recorder: rec, Mediator: med})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/recorder"
 )
 
 // FuzzHandler sends arbitrary bodies, credentials and endpoints through the
@@ -33,7 +34,7 @@ func FuzzHandler(f *testing.F) {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(bytes.NewReader([]byte(openAIJSON))), ContentLength: int64(len(openAIJSON)), Request: r}, nil
 	})
-	srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), MaxBodyBytes: 4096}, Options{Audit: audit.New(io.Discard), Transport: rt})
+	srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth"), MaxBodyBytes: 4096}, Options{Recorder: recorder.New(audit.New(io.Discard), nil), Transport: rt})
 	if err != nil {
 		f.Fatal(err)
 	}

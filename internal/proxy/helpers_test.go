@@ -15,6 +15,8 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/anthropic"
 	"github.com/clawdapus/clawgo/internal/wire/formats"
@@ -198,6 +200,21 @@ type pod struct {
 	audit      *syncBuffer
 	root       string
 	historyDir string
+	// history is the session history writer (nil when history is off).
+	history *history.Writer
+}
+
+// openRecorder is cllama's recorder for cfg (OpenRecorder): audit events
+// to w, session history under cfg.HistoryDir, its writer closed when the
+// test ends.
+func openRecorder(tb testing.TB, cfg Config, w io.Writer) (*recorder.Recorder, *history.Writer) {
+	tb.Helper()
+	rec, hw, err := OpenRecorder(cfg, audit.New(w), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = hw.Close() })
+	return rec, hw
 }
 
 type podOption func(*Config, *Options)
@@ -232,10 +249,11 @@ func newPodWith(t testing.TB, providers string, opts ...podOption) *pod {
 	writeFile(t, filepath.Join(p.root, "alice", "metadata.json"), `{"token":"`+aliceToken+`","pod":"test-pod"}`)
 	writeFile(t, filepath.Join(dir, "auth", "providers.json"), strings.ReplaceAll(providers, "{UP}", p.up.URL))
 	cfg := Config{ContextRoot: p.root, AuthDir: filepath.Join(dir, "auth"), HistoryDir: p.historyDir, Pod: "test-pod"}
-	o := Options{Audit: audit.New(p.audit), AgentCheckInterval: -1}
+	o := Options{AgentCheckInterval: -1}
 	for _, f := range opts {
 		f(&cfg, &o)
 	}
+	o.Recorder, p.history = openRecorder(t, cfg, p.audit)
 	srv, err := New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +261,6 @@ func newPodWith(t testing.TB, providers string, opts ...podOption) *pod {
 	p.srv = srv
 	p.front = httptest.NewServer(srv)
 	t.Cleanup(p.front.Close)
-	t.Cleanup(func() { _ = srv.History().Close() })
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Error(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/audit"
+	"github.com/clawdapus/clawgo/internal/recorder"
 )
 
 // BenchmarkKeySelection is BenchmarkHandlerNoNetwork's JSON request in
@@ -34,7 +35,7 @@ func BenchmarkKeySelection(b *testing.B) {
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 					Body: io.NopCloser(bytes.NewReader(benchResponse)), ContentLength: int64(len(benchResponse)), Request: r}, nil
 			})
-			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Audit: audit.New(io.Discard), Transport: rt})
+			srv, err := New(Config{ContextRoot: root, AuthDir: filepath.Join(dir, "auth")}, Options{Recorder: recorder.New(audit.New(io.Discard), nil), Transport: rt})
 			if err != nil {
 				b.Fatal(err)
 			}

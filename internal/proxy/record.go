@@ -1,16 +1,49 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"sync"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/wire"
 	"github.com/clawdapus/clawgo/internal/wire/apierror"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// OpenRecorder returns the recorder every stage reports to: audit events
+// to log (nil: none) and, when cfg.HistoryDir is set, session history in
+// a Writer opened there, which it also returns for the caller to close
+// (nil when history is off). The Writer syncs as cfg.HistoryFsync says
+// (onSyncError, when set, hears a failed background sync), names its
+// files after cfg.HistoryReplica, and reports a partial last line a crash
+// left, cut off when a file is first opened, as an audit event through
+// the recorder. This is the one place session history is opened.
+func OpenRecorder(cfg Config, log *audit.Logger, onSyncError func(error)) (*recorder.Recorder, *history.Writer, error) {
+	cfg = cfg.withDefaults()
+	if cfg.HistoryDir == "" {
+		return recorder.New(log, nil), nil, nil
+	}
+	o, err := history.ParseSync(cfg.HistoryFsync)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CLLAMA_HISTORY_FSYNC: %w", err)
+	}
+	o.OnSyncError, o.Replica = onSyncError, cfg.HistoryReplica()
+	// rec is set before any file is opened: files open on their first
+	// entry, which comes through rec.
+	var rec *recorder.Recorder
+	o.OnRepair = func(agent string, c jsonl.Cut) { rec.Emit(audit.FileRepaired(agent, c.Path, c.Offset, c.Bytes)) }
+	w, err := history.NewWriterWith(cfg.HistoryDir, o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
+	}
+	rec = recorder.New(log, w)
+	return rec, w, nil
+}
 
 // StatusClientClosed is recorded (never sent) when the runner went away
 // before the exchange finished (the nginx convention).

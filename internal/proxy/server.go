@@ -30,7 +30,6 @@ import (
 	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
-	"github.com/clawdapus/clawgo/internal/history"
 	"github.com/clawdapus/clawgo/internal/jsonl"
 	"github.com/clawdapus/clawgo/internal/keypool"
 	"github.com/clawdapus/clawgo/internal/owners"
@@ -46,15 +45,15 @@ import (
 )
 
 // Options are the pluggable parts of a Server. The zero value is a plain
-// passthrough proxy with no audit output.
+// passthrough proxy that records nothing.
 type Options struct {
-	// Audit receives audit events (nil: discarded). cmd/cllama passes a
-	// Logger on stdout.
-	Audit *audit.Logger
-	// History records passthrough exchanges. When nil and
-	// Config.HistoryDir is set, New opens a Writer there; the Mediator
-	// should be given the same Writer (see Server.History).
-	History *history.Writer
+	// Recorder is where every audit event and history entry goes:
+	// cllama's one recorder, which writes the audit log and session
+	// history and feeds metrics and traces, shared with the other stages
+	// (OpenRecorder opens it, with session history under
+	// Config.HistoryDir). Nil records nothing: New opens no history of
+	// its own.
+	Recorder *recorder.Recorder
 	// Decorator, when set, rewrites every routed exchange's Body before it
 	// is sent (feeds, spec 003).
 	Decorator exchange.Decorator
@@ -67,11 +66,6 @@ type Options struct {
 	// Broker, when set, serves MCP on /mcp (native mode) for the agent
 	// each request authenticates as (internal/broker).
 	Broker AgentHandler
-	// Recorder, when set, is where every event and history entry goes
-	// instead of Audit and History (cllama's one recorder, which writes
-	// both and feeds metrics and traces); History is then only the
-	// writer New would otherwise open, for History().
-	Recorder *recorder.Recorder
 	// Owners, when set, records who owns each stored response instead of
 	// a store New opens under the state directory (replicas share one).
 	Owners owners.Registry
@@ -120,7 +114,6 @@ type Server struct {
 	transport  http.RoundTripper
 	// rec is where every event and history entry goes.
 	rec       *recorder.Recorder
-	history   *history.Writer
 	decorator exchange.Decorator
 	mediator  exchange.Mediator
 	admin     *admin.Server
@@ -157,9 +150,6 @@ type Server struct {
 	idSeq    atomic.Uint64
 }
 
-// New builds a Server from cfg. It fails when providers.json is unreadable
-// or invalid, or the history directory cannot be created: both are
-// operator errors better reported at start-up than per request.
 // Admin is the operator's admin listener, nil when it is off
 // (CLLAMA_ADMIN_ADDR unset): features mount their routes on it.
 func (s *Server) Admin() *admin.Server { return s.admin }
@@ -168,13 +158,15 @@ func (s *Server) Admin() *admin.Server { return s.admin }
 // webhook, or alerts.Discard).
 func (s *Server) Alerts() alerts.Sink { return s.alerts }
 
+// New builds a Server from cfg. It fails when providers.json is unreadable
+// or invalid, or the state directory cannot be used: operator errors
+// better reported at start-up than per request.
 func New(cfg Config, opts Options) (*Server, error) {
 	cfg = cfg.withDefaults()
 	s := &Server{
 		cfg:       cfg,
 		transport: opts.Transport,
 		rec:       opts.Recorder,
-		history:   opts.History,
 		decorator: opts.Decorator,
 		mediator:  opts.Mediator,
 		broker:    opts.Broker,
@@ -212,9 +204,6 @@ func New(cfg Config, opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.rec == nil {
-		s.rec = recorder.New(opts.Audit, nil) // history joins once opened, below
-	}
 	if s.transport == nil {
 		s.transport = NewTransport(cfg.UpstreamClient)
 	}
@@ -247,16 +236,6 @@ func New(cfg Config, opts Options) (*Server, error) {
 	if s.spend, err = s.newMeter(opts.Spend); err != nil {
 		return nil, err
 	}
-	if s.history == nil && cfg.HistoryDir != "" && opts.Recorder == nil {
-		// s.rec, replaced below, is read when a file is first opened.
-		repaired := func(agent string, c jsonl.Cut) { s.rec.Emit(audit.FileRepaired(agent, c.Path, c.Offset, c.Bytes)) }
-		if s.history, err = history.NewWriterWith(cfg.HistoryDir, history.WriterOptions{OnRepair: repaired}); err != nil {
-			return nil, fmt.Errorf("CLAW_SESSION_HISTORY_DIR: %w", err)
-		}
-	}
-	if opts.Recorder == nil && s.history != nil {
-		s.rec = recorder.New(opts.Audit, s.history)
-	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s.idPrefix = "req_" + hex.EncodeToString(b[:]) + "_"
@@ -275,8 +254,8 @@ func New(cfg Config, opts Options) (*Server, error) {
 }
 
 // Close flushes and closes what New opened for itself: the record of who
-// owns each stored response. A History writer given in Options is the
-// caller's to close; one New opened is closed with History().Close().
+// owns each stored response and, without Options.KeyPools, the keys'
+// state. The recorder and its history writer are the caller's to close.
 // It also stops the memory trims still to come.
 func (s *Server) Close() error {
 	s.admit.close()
@@ -311,12 +290,6 @@ func OpenKeyPools(cfg Config, alerts keypool.Alerter, now func() time.Time, onEr
 
 // Config returns the configuration the server runs with (defaults filled).
 func (s *Server) Config() Config { return s.cfg }
-
-// History returns the session history writer (nil when history is off).
-func (s *Server) History() *history.Writer { return s.history }
-
-// Audit returns the audit logger (may be nil).
-func (s *Server) Audit() *recorder.Recorder { return s.rec }
 
 // Agents returns the agent context store, for stages that need to resolve
 // agents themselves.

@@ -119,7 +119,7 @@ func (p *pod) costs(t *testing.T, typ string) []audit.Cost {
 
 func historyEntries(t *testing.T, p *pod) []history.Entry {
 	t.Helper()
-	_ = p.srv.History().Close()
+	_ = p.history.Close()
 	raw, err := os.ReadFile(filepath.Join(p.historyDir, "alice", "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)

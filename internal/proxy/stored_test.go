@@ -337,11 +337,12 @@ func TestOwnershipSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := p.srv.Config()
-	srv, err := New(cfg, Options{Audit: audit.New(p.audit), AgentCheckInterval: -1})
+	rec, _ := openRecorder(t, cfg, p.audit)
+	srv, err := New(cfg, Options{Recorder: rec, AgentCheckInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.Close(); _ = srv.History().Close() })
+	t.Cleanup(func() { _ = srv.Close() })
 	front := httptest.NewServer(srv)
 	t.Cleanup(front.Close)
 	restarted := &pod{up: p.up, srv: srv, front: front, audit: p.audit, root: p.root}
