@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/tracing"
 	"github.com/clawdapus/clawgo/internal/wire"
@@ -186,11 +187,19 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		return m, false
 	}
 	stored := s.stored[fi]
+	var prev string
+	var prevOwner owners.Owner
 	if stored != nil {
-		if err := s.checkContinues(stored, body, agent, route); err != nil {
+		if prev, prevOwner, err = s.checkContinues(stored, body, agent, route); err != nil {
 			reject(agent, err)
 			return m, false
 		}
+	}
+	// The conversation is found only when a budget counts per
+	// conversation (a token count is never costed).
+	conversation := ""
+	if !neverStreams && s.spend.PerConversation(agent.Metadata.Budget) {
+		conversation = conversationKey(f, agent.ID, body, prev, prevOwner.Conversation)
 	}
 
 	if neverStreams {
@@ -221,7 +230,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
 	x.SendParts = sendParts
 	if stored != nil {
-		x.Created = func(id string) { s.recordCreated(x, id) }
+		x.Created = func(id string) { s.recordCreated(x, id, conversation) }
 	}
 
 	mediated := agent.ToolsErr == nil && agent.Managed() && s.mediator != nil
@@ -233,7 +242,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	}
 	if !neverStreams {
 		// A token count is never costed; every generation is.
-		if err := s.openSpend(x); err != nil {
+		if err := s.openSpend(x, conversation); err != nil {
 			s.failExchange(w, f, x, errStatus(http.StatusInternalServerError, apierror.TypeManifest, err.Error()+"; fix the pod and recompile with `claw compile`"))
 			return m, false
 		}

@@ -108,9 +108,10 @@ func (s *Server) alertBudget(n spend.Notice, limiter *alerts.Limiter) {
 	s.alerts.Alert(n.Event, f)
 }
 
-// openSpend starts metering x (nil for a call never costed).
-func (s *Server) openSpend(x *exchange.Exchange) error {
-	t, err := s.spend.Open(x.Agent.ID, x.Agent.Metadata.Budget, "")
+// openSpend starts metering x, a request of conversation (its key, for
+// per-conversation budgets: conversationKey).
+func (s *Server) openSpend(x *exchange.Exchange, conversation string) error {
+	t, err := s.spend.Open(x.Agent.ID, x.Agent.Metadata.Budget, conversation)
 	if err != nil {
 		return err
 	}

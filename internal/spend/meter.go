@@ -68,6 +68,8 @@ type Options struct {
 type Meter struct {
 	o   Options
 	pod []limit
+	// podPerConversation: the pod has a per: conversation budget.
+	podPerConversation bool
 }
 
 // New returns a Meter, or what is wrong with the pod's budget.
@@ -91,17 +93,37 @@ func New(o Options) (*Meter, error) {
 			return nil, fmt.Errorf("pod-budget[%d]: %w", i, err)
 		}
 		m.pod = append(m.pod, l)
+		m.podPerConversation = m.podPerConversation || b.Per == PerConversation
 	}
 	return m, nil
+}
+
+// PerConversation is the window of the budgets counted per conversation.
+const PerConversation = "conversation"
+
+// PerConversation reports whether an agent with budgets (or the pod) has
+// a budget counted per conversation: only then is a request's
+// conversation worth finding (Open's conversation).
+func (m *Meter) PerConversation(budgets []manifest.Budget) bool {
+	if m.podPerConversation {
+		return true
+	}
+	for _, b := range budgets {
+		if b.Per == PerConversation {
+			return true
+		}
+	}
+	return false
 }
 
 // Prices is the meter's price table.
 func (m *Meter) Prices() *Prices { return m.o.Prices }
 
 // Open starts metering one runner request of agent, under the agent's
-// budget (from its metadata.json) and the pod's. conversation names the
-// conversation the request continues, for per: conversation budgets
-// ("" counts the request as a conversation of its own).
+// budget (from its metadata.json) and the pod's. conversation is the key
+// of the conversation the request belongs to, for per: conversation
+// budgets, scoped to the agent by its maker ("" counts the request as a
+// conversation of its own).
 func (m *Meter) Open(agent string, budgets []manifest.Budget, conversation string) (*Turn, error) {
 	t := &Turn{m: m, agent: agent, conversation: conversation}
 	for i, b := range budgets {
@@ -469,7 +491,7 @@ func (m *Meter) Status(ctx context.Context, agent string, budgets []manifest.Bud
 	var out []Status
 	var keys []string
 	for _, l := range t.limits {
-		if l.Per == "conversation" {
+		if l.Per == PerConversation {
 			continue
 		}
 		k, end := l.key(now, "")
