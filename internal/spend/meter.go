@@ -101,6 +101,10 @@ func New(o Options) (*Meter, error) {
 // PerConversation is the window of the budgets counted per conversation.
 const PerConversation = "conversation"
 
+// ConversationIdle is how long a conversation's counter is kept after its
+// last call: a conversation idle longer starts its count afresh.
+const ConversationIdle = 30 * 24 * time.Hour
+
 // PerConversation reports whether an agent with budgets (or the pod) has
 // a budget counted per conversation: only then is a request's
 // conversation worth finding (Open's conversation).
@@ -197,7 +201,10 @@ func (r *Refusal) Error() string {
 		key = "x-claw.pod-budget"
 	}
 	when := "it never resets"
-	if !r.ResetsAt.IsZero() {
+	switch {
+	case r.Per == PerConversation:
+		when = "it holds for the rest of this conversation"
+	case !r.ResetsAt.IsZero():
 		when = "it resets at " + r.ResetsAt.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("cllama: %s budget reached: %s of %s %s per %s spent; %s; raise limit-%s in %s to allow more",
@@ -279,8 +286,13 @@ func (t *Turn) Admit(ctx context.Context, e Estimate) error {
 		ch := Charge{Limit: l.Limit, Check: true}
 		var end time.Time
 		ch.Key, end = l.key(now, t.conversationKey())
-		if !end.IsZero() {
+		switch {
+		case !end.IsZero():
 			ch.Expires = end.Add(24 * time.Hour)
+		case l.Per == PerConversation:
+			// Conversations come and go: a counter idle that long
+			// is forgotten, so the ledger does not grow forever.
+			ch.Expires = now.Add(ConversationIdle)
 		}
 		switch l.Unit {
 		case manifest.BudgetUSD:
