@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/clawdapus/clawgo/internal/alerts"
 	"github.com/clawdapus/clawgo/internal/sse"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -60,6 +62,9 @@ func (s *Server) newMeter(o SpendOptions) (*spend.Meter, error) {
 	if ledger == nil {
 		path := ""
 		if dir := s.cfg.ContinuityDir(); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("budgets' ledger: %w", err)
+			}
 			path = filepath.Join(dir, "spend.json")
 		}
 		l, err := spend.OpenFileLedger(path, s.now)

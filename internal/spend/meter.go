@@ -120,6 +120,15 @@ func (m *Meter) PerConversation(budgets []manifest.Budget) bool {
 	return false
 }
 
+// Close closes the meter's ledger when it is a file (a Redis ledger's
+// client is its opener's to close).
+func (m *Meter) Close() error {
+	if c, ok := m.o.Ledger.(*FileLedger); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // Prices is the meter's price table.
 func (m *Meter) Prices() *Prices { return m.o.Prices }
 
