@@ -46,7 +46,13 @@ func FirstMessage(f Conversations, body []byte) (digest [sha256.Size]byte, ok bo
 		return canonDigest(f, msg)
 	}
 	for start, end := range jsontop.Elements(raw, 0) {
-		if d, ok := canonDigest(f, raw[start:end]); ok {
+		msg := raw[start:end]
+		if role, ok := jsontop.Find(msg, "role"); ok && (string(role) == `"system"` || string(role) == `"developer"`) {
+			// Skipped on its role alone: a long system prompt (feeds)
+			// is not decoded.
+			continue
+		}
+		if d, ok := canonDigest(f, msg); ok {
 			return d, true
 		}
 	}
