@@ -183,3 +183,27 @@ func TestKill9(t *testing.T) {
 	}
 	t.Logf("%d kills, %d settlements acknowledged, %d on disk", kills, len(acked), got)
 }
+
+// BenchmarkFileLedgerSettle is a settlement's cost in the file ledger
+// (its line written and fsync'ed), one at a time and from many
+// goroutines at once, which share fsyncs.
+func BenchmarkFileLedgerSettle(b *testing.B) {
+	for _, parallel := range []bool{false, true} {
+		b.Run(map[bool]string{false: "serial", true: "parallel"}[parallel], func(b *testing.B) {
+			l := openLedger(b, filepath.Join(b.TempDir(), "spend.json"))
+			b.Cleanup(func() { _ = l.Close() })
+			if !parallel {
+				for b.Loop() {
+					settleOne(b, l, "k")
+				}
+				return
+			}
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					settleOne(b, l, "k")
+				}
+			})
+		})
+	}
+}
