@@ -19,14 +19,14 @@ import (
 // handler against an in-memory provider (BenchmarkHandlerNoNetwork's JSON
 // request), for an agent with no budget, with a USD budget per day kept in
 // memory (no state directory: metering alone), the same kept in the file
-// ledger (the settlement's line written and fsync'ed), and with a
-// requests budget per conversation besides
+// ledger (the settlement written and fsync'ed as the request ends), and
+// with a requests budget per conversation besides
 // (the conversation's key computed from the transcript). The variants
 // alternate in blocks in one loop, so all see the same machine; the medians and
 // their ratios to the unbudgeted request are reported, both until the
 // answer was flushed to the runner ("answered": what the runner waits
-// for) and until the handler returned ("handler": the agent's
-// concurrency slot and the settlement's fsync included).
+// for) and until the handler returned ("handler": the settlement's fsync
+// included).
 //
 //	go test -run '^$' -bench MeteringCost ./internal/proxy/
 func BenchmarkMeteringCost(b *testing.B) {

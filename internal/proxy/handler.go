@@ -154,13 +154,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		return nil, false
 	}
 	m = &modelExchange{body: body, pb: pb}
-	m.close = func() {
-		if m.x != nil {
-			m.x.Spend.Close(context.Background())
-		}
-		release()
-		s.admit.leave(agent.ID)
-	}
+	m.close = s.closer(w, m, agent.ID, release)
 	defer func() {
 		if !ok {
 			m.close()
@@ -256,6 +250,28 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	}
 	m.x, m.info, m.send, m.mediated = x, info, sendParts, mediated
 	return m, true
+}
+
+// closer is m's close: the exchange's metering closed, its body and its
+// agent's slot given back.
+func (s *Server) closer(w http.ResponseWriter, m *modelExchange, agent string, release func()) func() {
+	return func() {
+		if m.x != nil && m.x.Spend.Syncs() {
+			// The exchange is recorded: the runner has the end of its
+			// answer, and the agent its slot and body budget back,
+			// before the settlement reaches the disk.
+			_ = http.NewResponseController(w).Flush()
+			release()
+			s.admit.leave(agent)
+			m.x.Spend.Close(context.Background())
+			return
+		}
+		if m.x != nil {
+			m.x.Spend.Close(context.Background())
+		}
+		release()
+		s.admit.leave(agent)
+	}
 }
 
 // sender is how x's upstream calls are sent (sendChain: a key of the

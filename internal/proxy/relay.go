@@ -179,11 +179,6 @@ func (s *Server) relayBody(w http.ResponseWriter, r *http.Request, f wire.Format
 			return
 		}
 	}
-	// The runner has its answer now, not after the settlement (written
-	// and fsync'ed under a budget) and the records. A runner gone by now
-	// had the whole answer written to it: the exchange is recorded as
-	// answered.
-	_ = http.NewResponseController(w).Flush()
 	var u wire.Usage
 	var ok bool
 	var response []byte

@@ -25,12 +25,13 @@ import (
 //     ever replaced whole: written to a temporary file that is fsync'ed,
 //     renamed over it, and the directory fsync'ed.
 //   - path + ".log" holds, one JSON line each, the settlements since the
-//     snapshot, numbered. Settle appends its line with one write(2) and
-//     returns once the line is fsync'ed: what Settle acknowledged is on
-//     disk. Settlements that arrive together share one fsync.
-//   - Once the log is large (and at every open) the snapshot is rewritten
-//     and the log emptied. A crash between the two leaves lines the
-//     snapshot already holds; their numbers tell replay to skip them.
+//     snapshot, numbered. Settle returns once its line is written and
+//     fsync'ed: what Settle acknowledged is on disk. Settlements that
+//     arrive together share one write and one fsync. (A Turn settles
+//     without waiting and waits in Close: see Turn.Close.)
+//   - Once the log is large (and at every open and close) the snapshot is
+//     rewritten and the log emptied. A crash between the two leaves lines
+//     the snapshot already holds; their numbers tell replay to skip them.
 //
 // At open a partial last line (a write a crash cut short, never
 // acknowledged) is cut off, and a line that does not decode is skipped.
@@ -40,19 +41,24 @@ type FileLedger struct {
 	path, logPath string
 	now           func() time.Time
 
+	// mu guards the counters and the settlements not yet written.
 	mu       sync.Mutex
 	counters map[string]*counter
-	seq      uint64   // the number of the last settlement appended
-	log      *os.File // nil: memory only, or closed
-	size     int64    // the log's length: where the next line starts
-	torn     bool     // a failed write left a partial line that could not be cut
+	seq      uint64 // the number of the last settlement
+	pending  []byte // the lines of the settlements after the log's
+	closed   bool
+
+	// fileMu guards the files: it serialises the writes, fsyncs and
+	// rewrites, none of which holds mu, so admissions never wait on the
+	// disk. It is taken before mu when both are.
+	fileMu sync.Mutex
+	log    *os.File // nil: memory only, or closed
+	size   int64    // the log's length: where the next line starts
+	torn   bool     // a failed write left a partial line that could not be cut
 	// compactAt is the log's size that triggers a rewrite (later after
 	// a failed one).
 	compactAt int64
-
-	// syncMu serialises the log's fsyncs; synced is the number of the
-	// last settlement known to be on disk.
-	syncMu sync.Mutex
+	// synced is the number of the last settlement known to be on disk.
 	synced atomic.Uint64
 }
 
@@ -89,6 +95,9 @@ const (
 	maxLedgerBytes = 64 << 20
 	// maxLogLineBytes bounds a log line read back.
 	maxLogLineBytes = 1 << 20
+	// maxPendingBytes bounds the settlements kept in memory unwritten:
+	// past it, the settlement that crossed it writes them.
+	maxPendingBytes = 256 << 10
 	// tempPrefix starts the name of a snapshot being written; one a
 	// crash left behind is removed at open.
 	tempPrefix = ".spend-"
@@ -127,9 +136,9 @@ func OpenFileLedger(path string, now func() time.Time) (*FileLedger, error) {
 	}
 	// A fresh snapshot: the log starts empty, the windows that ended
 	// are dropped, and the log's name is on disk.
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.compactLocked(); err != nil {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	if err := l.compact(); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -206,11 +215,11 @@ func (l *FileLedger) replay(f *os.File) error {
 	return nil
 }
 
-// appendLocked writes the settlement ss to the log and returns its number
-// (0 when it changed nothing on disk, or the ledger keeps memory only).
-// The caller holds l.mu.
+// appendLocked adds the line of the settlement ss to the pending ones and
+// returns its number (0 when it changes nothing on disk, or the ledger
+// keeps memory only). The caller holds l.mu.
 func (l *FileLedger) appendLocked(ss []Settlement) (uint64, error) {
-	if l.log == nil {
+	if l.path == "" || l.closed {
 		return 0, nil
 	}
 	rec := logLine{Seq: l.seq + 1}
@@ -231,12 +240,59 @@ func (l *FileLedger) appendLocked(ss []Settlement) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	l.pending = append(append(l.pending, b...), '\n')
+	l.seq = rec.Seq
+	return rec.Seq, nil
+}
+
+// syncTo returns once the settlement numbered seq is on disk: written and
+// fsync'ed by this call, together with every settlement before it, or by
+// another one's.
+func (l *FileLedger) syncTo(seq uint64) error {
+	if l.synced.Load() >= seq {
+		return nil
+	}
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	if l.synced.Load() >= seq {
+		return nil // another settlement's fsync took it along
+	}
+	if l.log == nil {
+		return fmt.Errorf("%s: closed", l.logPath)
+	}
+	l.mu.Lock()
+	large := l.size+int64(len(l.pending)) >= l.compactAt
+	l.mu.Unlock()
+	if large {
+		if err := l.compact(); err == nil {
+			return nil
+		}
+	}
+	l.mu.Lock()
+	buf, upTo := l.pending, l.seq
+	l.pending = nil
+	l.mu.Unlock()
+	if err := l.write(buf); err != nil {
+		return err
+	}
+	if err := l.log.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", l.logPath, err)
+	}
+	l.markSynced(upTo)
+	return nil
+}
+
+// write appends buf, whole lines, to the log with one write(2). The
+// caller holds l.fileMu.
+func (l *FileLedger) write(buf []byte) error {
+	if len(buf) == 0 {
+		return nil
+	}
 	if l.torn {
 		// Start on a line of its own after the partial one.
-		b = append([]byte{'\n'}, b...)
+		buf = append([]byte{'\n'}, buf...)
 	}
-	b = append(b, '\n')
-	n, err := l.log.Write(b)
+	n, err := l.log.Write(buf)
 	if err != nil {
 		// A partial line must not glue itself to the next one.
 		if n > 0 {
@@ -244,35 +300,10 @@ func (l *FileLedger) appendLocked(ss []Settlement) (uint64, error) {
 				l.torn, l.size = true, l.size+int64(n)
 			}
 		}
-		return 0, fmt.Errorf("%s: %w", l.logPath, err)
+		return fmt.Errorf("%s: %w", l.logPath, err)
 	}
 	l.torn = false
 	l.size += int64(n)
-	l.seq = rec.Seq
-	return rec.Seq, nil
-}
-
-// syncTo returns once the settlement numbered seq is on disk: fsync'ed
-// by this call, or by another one's that began after it was written.
-func (l *FileLedger) syncTo(seq uint64) error {
-	if l.synced.Load() >= seq {
-		return nil
-	}
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.synced.Load() >= seq {
-		return nil // another settlement's fsync took it along
-	}
-	l.mu.Lock()
-	f, upTo := l.log, l.seq
-	l.mu.Unlock()
-	if f == nil {
-		return fmt.Errorf("%s: closed", l.logPath)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", l.logPath, err)
-	}
-	l.markSynced(upTo)
 	return nil
 }
 
@@ -286,10 +317,11 @@ func (l *FileLedger) markSynced(seq uint64) {
 	}
 }
 
-// compactLocked writes the snapshot of every live counter and empties the
-// log. The caller holds l.mu.
-func (l *FileLedger) compactLocked() error {
+// compact writes the snapshot of every live counter, with every
+// settlement so far, and empties the log. The caller holds l.fileMu.
+func (l *FileLedger) compact() error {
 	t := l.now()
+	l.mu.Lock()
 	snap := snapshot{Seq: l.seq, Counters: make(map[string]*counter, len(l.counters))}
 	for k, c := range l.counters {
 		if !c.Expires.IsZero() && !c.Expires.After(t) {
@@ -299,21 +331,29 @@ func (l *FileLedger) compactLocked() error {
 			continue
 		}
 		if c.Settled != 0 {
-			snap.Counters[k] = c
+			snap.Counters[k] = &counter{Settled: c.Settled, Expires: c.Expires}
 		}
 	}
 	b, err := json.Marshal(snap)
-	if err != nil {
-		return err
+	pending := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if err == nil {
+		err = writeDurably(l.path, b)
 	}
-	if err := writeDurably(l.path, b); err != nil {
-		l.compactAt = l.size + compactBytes // try again later
+	if err != nil {
+		// The settlements go to the log instead; a rewrite is tried
+		// again later.
+		l.compactAt = l.size + compactBytes
+		if werr := l.write(pending); werr != nil {
+			return errors.Join(err, werr)
+		}
 		return err
 	}
 	// The snapshot holds every settlement so far: the log's lines are
 	// redundant (and skipped by number should the truncation not reach
 	// the disk).
-	l.markSynced(l.seq)
+	l.markSynced(snap.Seq)
 	if err := l.log.Truncate(0); err != nil {
 		l.compactAt = l.size + compactBytes
 		return fmt.Errorf("%s: %w", l.logPath, err)
@@ -363,16 +403,16 @@ func writeDurably(path string, b []byte) error {
 // Close writes a last snapshot and closes the log. The ledger still
 // answers from memory after.
 func (l *FileLedger) Close() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	if l.log == nil {
 		return nil
 	}
-	err := l.compactLocked()
-	err = errors.Join(err, l.log.Close())
+	err := errors.Join(l.compact(), l.log.Sync(), l.log.Close())
 	l.log = nil
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	return err
 }
 
@@ -407,6 +447,17 @@ func (l *FileLedger) Reserve(_ context.Context, cs []Charge) (int, int64, int64,
 // Settle implements Ledger. It returns once the settlement is on disk
 // (with a path): a settlement it acknowledged survives a crash.
 func (l *FileLedger) Settle(_ context.Context, ss []Settlement) ([]int64, error) {
+	out, seq, err := l.settle(ss)
+	if err != nil || seq == 0 {
+		return out, err
+	}
+	return out, l.syncTo(seq)
+}
+
+// settle applies ss and adds it to the settlements to write, and returns
+// the number to pass to syncTo for it to be on disk (0: nothing to wait
+// for).
+func (l *FileLedger) settle(ss []Settlement) ([]int64, uint64, error) {
 	l.mu.Lock()
 	out := make([]int64, len(ss))
 	for i, s := range ss {
@@ -416,14 +467,14 @@ func (l *FileLedger) Settle(_ context.Context, ss []Settlement) ([]int64, error)
 		out[i] = c.Settled
 	}
 	seq, err := l.appendLocked(ss)
-	if err == nil && seq != 0 && l.size >= l.compactAt && l.compactLocked() == nil {
-		seq = 0 // the snapshot holds it, on disk
-	}
+	full := len(l.pending) >= maxPendingBytes
 	l.mu.Unlock()
-	if err != nil || seq == 0 {
-		return out, err
+	if err == nil && full {
+		// Nobody waited for them this long (a meter whose turns are
+		// never closed): written now, so memory stays bounded.
+		err = l.syncTo(seq)
 	}
-	return out, l.syncTo(seq)
+	return out, seq, err
 }
 
 // Spent implements Ledger.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/faulttest"
+	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/wire"
 )
 
 // settleOne admits and settles one unit on counter key of l.
@@ -78,6 +80,30 @@ func TestFileLedgerReopensWithWhatItAcknowledged(t *testing.T) {
 	}
 }
 
+// A turn's settlements — a mediated turn's rounds — are on disk once its
+// Close has returned: a ledger reopened without being closed (a crash)
+// has them.
+func TestTurnIsOnDiskOnceClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spend.json")
+	m, _ := New(Options{Ledger: openLedger(t, path)})
+	ctx := context.Background()
+	b := []manifest.Budget{{Unit: manifest.BudgetTokens, Limit: 1 << 40, Per: "total"}}
+	tr, err := m.Open("a", b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := tr.Admit(ctx, gpt); err != nil {
+			t.Fatal(err)
+		}
+		tr.Settle(ctx, wire.Usage{Input: 10, Output: 5}, true)
+	}
+	tr.Close(ctx)
+	if got := spentOf(t, openLedger(t, path), "agent:a:tokens:total"); got != 45 {
+		t.Fatalf("after reopening: %d tokens, want 45", got)
+	}
+}
+
 // What a crash or a power loss can leave — a partial last line, lines of
 // garbage, a snapshot rewritten while the log still held its lines, a
 // temporary file — is repaired at open without losing a whole line, and
@@ -131,9 +157,13 @@ const (
 	killHelperGen  = "SPEND_KILL_HELPER_GEN"
 )
 
+// killBudget is the budget the kill helper's requests count against.
+var killBudget = []manifest.Budget{{Unit: manifest.BudgetRequests, Limit: 1 << 40, Per: "total"}}
+
 // TestKillHelper is not a test: TestKill9 runs the test binary again with
-// this test selected, as the process it kills. It settles one unit after
-// the other, printing "ACK <n>" once each Settle has returned.
+// this test selected, as the process it kills. It meters one request
+// after the other, as the proxy does (Open, Admit, Settle, Close), and
+// prints "ACK <n>" once each Close has returned.
 func TestKillHelper(t *testing.T) {
 	path := os.Getenv(killHelperPath)
 	if path == "" {
@@ -145,15 +175,26 @@ func TestKillHelper(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	m, _ := New(Options{Ledger: l})
+	ctx := context.Background()
 	for k := 0; ; k++ {
-		settleOne(t, l, "k")
+		tr, err := m.Open("a", killBudget, "")
+		if err == nil {
+			err = tr.Admit(ctx, gpt)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		tr.Settle(ctx, wire.Usage{Input: 1, Output: 1}, true)
+		tr.Close(ctx)
 		fmt.Fprintf(os.Stdout, "ACK %s-%d\n", os.Getenv(killHelperGen), k)
 	}
 }
 
-// A process killed with SIGKILL while it settles (and rewrites its
-// snapshot), restarted and killed again, has every settlement it
-// acknowledged, and at most one more per kill (settled, not yet
+// A process killed with SIGKILL while it meters requests (and rewrites
+// its snapshot), restarted and killed again, has every request whose turn
+// it closed, and at most one more per kill (closed, not yet
 // acknowledged); nothing it left behind stops the next open.
 func TestKill9(t *testing.T) {
 	if os.Getenv(killHelperPath) != "" {
@@ -174,7 +215,7 @@ func TestKill9(t *testing.T) {
 		KillAt: func(gen int) int { return 50 + 137*gen%400 },
 	})
 	l := openLedger(t, path)
-	got := spentOf(t, l, "k")
+	got := spentOf(t, l, "agent:a:requests:total")
 	if got < int64(len(acked)) || got > int64(len(acked)+kills) {
 		t.Fatalf("%d settled after %d kills, %d acknowledged", got, kills, len(acked))
 	}

@@ -163,6 +163,9 @@ type Turn struct {
 	calls int
 	hold  *hold
 	total audit.Cost
+	// unsynced is the number of the turn's last settlement a file ledger
+	// wrote and Close has still to wait for (0: none).
+	unsynced uint64
 }
 
 // hold is a call admitted and not yet settled.
@@ -429,16 +432,39 @@ func (t *Turn) Release(ctx context.Context) {
 	t.settle(ctx, h, ss)
 }
 
+// Syncs reports whether Close will wait for the disk: the turn settled
+// calls, or holds one, in a file ledger.
+func (t *Turn) Syncs() bool {
+	if t == nil {
+		return false
+	}
+	fl, ok := t.m.o.Ledger.(*FileLedger)
+	if !ok || fl.path == "" {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unsynced > 0 || t.hold != nil
+}
+
 // Close settles a call still held as if it had consumed what was
 // reserved for it: a request that ends without its usage seen (the
-// runner went away mid-stream) is not free.
+// runner went away mid-stream) is not free. With a file ledger it
+// returns once the turn's settlements are on disk: Settle and Release
+// write them and go on, so that the runner has its answer and a
+// mediated turn its next round without waiting for the fsync.
 func (t *Turn) Close(ctx context.Context) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.closeLocked()
+	seq := t.unsynced
+	t.unsynced = 0
+	t.mu.Unlock()
+	if fl, ok := t.m.o.Ledger.(*FileLedger); ok && seq > 0 {
+		_ = fl.syncTo(seq) // a failure is the ledger's own to report
+	}
 }
 
 func (t *Turn) closeLocked() {
@@ -469,9 +495,18 @@ func (t *Turn) settle(ctx context.Context, h *hold, ss []Settlement) {
 	if len(ss) == 0 {
 		return
 	}
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	defer cancel()
-	after, err := t.m.o.Ledger.Settle(lctx, ss)
+	var after []int64
+	var err error
+	if fl, ok := t.m.o.Ledger.(*FileLedger); ok {
+		// Written now, on disk by Close.
+		var seq uint64
+		after, seq, err = fl.settle(ss)
+		t.unsynced = max(t.unsynced, seq)
+	} else {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+		defer cancel()
+		after, err = t.m.o.Ledger.Settle(lctx, ss)
+	}
 	if err != nil || len(after) != len(ss) {
 		return
 	}

@@ -80,6 +80,7 @@ func call(t *testing.T, m *Meter, agent string, b []manifest.Budget, u wire.Usag
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer turn.Close(context.Background())
 	if err := turn.Admit(context.Background(), gpt); err != nil {
 		return audit.Cost{}, err
 	}
@@ -321,6 +322,7 @@ func TestConversationCounterIsForgottenWhenIdle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer tr.Close(context.Background())
 		if err := tr.Admit(context.Background(), gpt); err != nil {
 			return err
 		}
