@@ -56,11 +56,12 @@ request id, round and tool name (the n-th such call in the log with the n-th
 in the trace).
 
 The text report is a per-agent table (requests, responses, errors, tool calls,
-tool errors, tokens in/out, models) with totals, a table per agent and tool
-(read-only or side-effect, calls, errors, latency), then every tool call
-(time, agent, tool, status, latency, request and round, the round's tokens,
-arguments, result) and every error. --json prints the summary and the events
-with stable field names. Lines that are not audit events are counted and
+tool errors, tokens in/out, cost, models) with totals, a table per agent and
+tool (read-only or side-effect, calls, errors, latency), then every turn (time,
+agent, model, status, tokens in/out, cost in US dollars, request id), every
+tool call (time, agent, tool, status, latency, request and round, the round's
+tokens, arguments, result) and every error. --json prints the summary, the
+turns (with cost_usd) and the events with stable field names. Lines that are not audit events are counted and
 skipped. Event types: ` + strings.Join(auditlog.Types, ", ") + `.
 
 --since keeps the events from a moment on: a duration back from now (30m,

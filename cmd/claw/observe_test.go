@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -537,5 +539,30 @@ func TestObserveVerbsPodFile(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if r := runClaw(t, "", "history", "analyst"); r.code != ExitFailure || !strings.Contains(r.err.String(), "claw-pod.yml") {
 		t.Errorf("no pod file: exit %d: %s", r.code, r.err.String())
+	}
+}
+
+// claw audit lists each turn with what it cost, and --json carries it as
+// cost_usd.
+func TestAuditShowsCostPerTurn(t *testing.T) {
+	inObservePod(t)
+	log := `{"ts":"2026-11-25T06:53:06Z","claw_id":"analyst","type":"request","request_id":"req_c1","format":"openai","model":"openai/desk-analyst"}
+{"ts":"2026-11-25T06:53:07Z","claw_id":"analyst","type":"response","request_id":"req_c1","format":"openai","model":"openai/desk-analyst","status_code":200,"tokens_in":10000,"tokens_out":1000,"cost_usd":0.025}
+`
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		f := &Factory{IO: IOStreams{In: strings.NewReader(log), Out: &out, ErrOut: &errb}}
+		if code := Main(context.Background(), append([]string{"audit", "--log", "-", "--since", "2026-11-25T06:53:00Z", "--claw", "analyst"}, args...), f); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		return out.String()
+	}
+	if out := run(); !regexp.MustCompile(`(?m)^  \S+Z\s+analyst\s+openai/desk-analyst\s+200\s+10000\s+1000\s+0\.025\s+req_c1$`).MatchString(out) {
+		t.Fatalf("no turn with its cost:\n%s", out)
+	}
+	rep := decodeAudit(t, []byte(run("--json")))
+	i := slices.IndexFunc(rep.Turns, func(tn auditlog.Turn) bool { return tn.RequestID == "req_c1" })
+	if i < 0 || rep.Turns[i].CostUSD != audit.KnownCost(25_000) {
+		t.Fatalf("--json turns %+v", rep.Turns)
 	}
 }

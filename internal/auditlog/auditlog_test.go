@@ -318,3 +318,64 @@ c-1 | {"ts":"2026-01-02T03:04:07Z","claw_id":"a","type":"request","request_id":"
 		}
 	}
 }
+
+// Each turn is listed with what it cost: dollars from its response event
+// (or its history entry when the log lacks it), "unpriced" for a model
+// with no price, "-" for a turn refused before any model call; --json
+// carries cost_usd per turn. Values the agents wrote are escaped.
+func TestTurnsWithTheirCost(t *testing.T) {
+	events := []audit.Event{
+		{TS: ts(1), ClawID: "a", Type: audit.TypeRequest, RequestID: "r1", Format: "openai", Model: "openai/gpt-4o"},
+		{TS: ts(2), ClawID: "a", Type: audit.TypeResponse, RequestID: "r1", Format: "openai", Model: "openai/gpt-4o", StatusCode: 200,
+			TokensIn: audit.Ptr(10000), TokensOut: audit.Ptr(1000), CostUSD: audit.KnownCost(25_000)},
+		{TS: ts(3), ClawID: "a", Type: audit.TypeResponse, RequestID: "r2", Format: "openai", Model: "local/m\x1b[31m", StatusCode: 200,
+			TokensIn: audit.Ptr(5), TokensOut: audit.Ptr(1), CostUSD: audit.UnknownCost(), CostUnknown: true},
+		// A retry's error, then the turn's end.
+		{TS: ts(3), ClawID: "b", Type: audit.TypeError, RequestID: "r3", Format: "anthropic", Model: "anthropic/claude-sonnet-4-5", StatusCode: 429, Error: "retrying"},
+		{TS: ts(4), ClawID: "b", Type: audit.TypeError, RequestID: "r3", Format: "anthropic", Model: "anthropic/claude-sonnet-4-5", StatusCode: 402, Error: "budget"},
+		// Not turns: a stored object's route, a request of no agent.
+		{TS: ts(5), ClawID: "a", Type: audit.TypeResponse, RequestID: "r4", Format: "responses", Route: "GET /v1/responses/x", StatusCode: 200},
+		{TS: ts(6), Type: audit.TypeError, RequestID: "r5", Format: "openai", StatusCode: 401},
+	}
+	// A turn the log lost, from its history entry.
+	entry := history.Entry{ID: "r6", AgentID: "b", Timestamp: ts(7), Format: "anthropic", Model: "anthropic/claude-sonnet-4-5",
+		Status: "ok", StatusCode: 200, CostUSD: audit.KnownCost(1_500_000)}
+	rep := NewReport("p", Sources{}, Filter{}, Merge(events, []history.Entry{entry}))
+	var out strings.Builder
+	if err := rep.WriteText(&out, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"turns (4):",
+		"  TIME                      AGENT  MODEL                        STATUS  TOKENS IN  TOKENS OUT  COST (USD)  REQUEST",
+		"  2026-01-02T03:04:02.000Z  a      openai/gpt-4o                200     10000      1000        0.025       r1",
+		`  2026-01-02T03:04:03.000Z  a      local/m\x1b[31m              200     5          1           unpriced    r2`,
+		"  2026-01-02T03:04:04.000Z  b      anthropic/claude-sonnet-4-5  402     -          -           -           r3",
+		"  2026-01-02T03:04:07.000Z  b      anthropic/claude-sonnet-4-5  200     0          0           1.50        r6",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b") {
+		t.Errorf("an escape sequence reached the terminal:\n%q", text)
+	}
+	var b strings.Builder
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Turns []map[string]any `json:"turns"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Turns) != 4 || doc.Turns[0]["cost_usd"] != 0.025 || doc.Turns[1]["cost_usd"] != nil || doc.Turns[1]["cost_unknown"] != true ||
+		doc.Turns[3]["cost_usd"] != 1.5 || doc.Turns[0]["request_id"] != "r1" {
+		t.Fatalf("--json turns: %v", doc.Turns)
+	}
+	if _, has := doc.Turns[2]["cost_usd"]; has {
+		t.Fatalf("a refused turn carries a cost: %v", doc.Turns[2])
+	}
+}

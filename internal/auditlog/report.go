@@ -31,17 +31,19 @@ type Sources struct {
 // Report is what `claw audit` prints: the per-agent summary of the
 // filtered records, and the records.
 type Report struct {
-	Pod     string   `json:"pod"`
-	Sources Sources  `json:"sources"`
-	Filter  Filter   `json:"filter"`
-	Summary Summary  `json:"summary"`
-	Events  []Record `json:"events"`
+	Pod     string  `json:"pod"`
+	Sources Sources `json:"sources"`
+	Filter  Filter  `json:"filter"`
+	Summary Summary `json:"summary"`
+	// Turns are the agents' model requests, each with its cost.
+	Turns  []Turn   `json:"turns"`
+	Events []Record `json:"events"`
 }
 
 // NewReport filters rs and summarises what remains.
 func NewReport(pod string, src Sources, f Filter, rs []Record) *Report {
 	kept := f.Apply(rs)
-	return &Report{Pod: pod, Sources: src, Filter: f, Summary: Summarize(kept), Events: kept}
+	return &Report{Pod: pod, Sources: src, Filter: f, Summary: Summarize(kept), Turns: Turns(kept), Events: kept}
 }
 
 // WriteJSON writes the report as one indented JSON document, escaped for
@@ -70,9 +72,10 @@ type TextOptions struct {
 // MaxTextValue bounds an argument, result or message in the text report.
 const MaxTextValue = 160
 
-// WriteText writes the per-agent table with totals, then every tool call
-// (time, agent, tool, status, latency, arguments, result, what the round
-// cost) and every error. Every value an agent, a model or a service wrote
+// WriteText writes the per-agent table with totals, then every turn
+// (time, agent, model, status, tokens, what it cost, request id), every
+// tool call (time, agent, tool, status, latency, arguments, result, the
+// round's tokens) and every error. Every value an agent, a model or a service wrote
 // is escaped for the terminal (termsafe), so none spans lines, moves the
 // cursor or breaks a table's columns.
 func (r *Report) WriteText(w io.Writer, o TextOptions) error {
@@ -121,6 +124,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if o.SummaryOnly {
 		return ew.err
 	}
+	writeTurns(ew, r.Turns)
 	var calls, errs []*Record
 	for i := range r.Events {
 		switch r.Events[i].Type {

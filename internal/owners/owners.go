@@ -64,8 +64,8 @@ const (
 	// compactMinLines is the fewest lines the log holds before it is
 	// rewritten, so a small bound does not rewrite it every few ids.
 	compactMinLines = 1024
-	// maxLineBytes bounds a line read back: an id, an agent id and a
-	// provider name, JSON-encoded.
+	// maxLineBytes bounds a line read back: an id, an agent id, a
+	// provider name and a conversation key, JSON-encoded.
 	maxLineBytes = 8 << 10
 	// tempSuffix marks a rewrite in progress; one left behind by a crash
 	// is removed by the next Open.
@@ -92,6 +92,10 @@ type Owner struct {
 	Agent string `json:"agent"`
 	// Provider is the name of the provider that stores it.
 	Provider string `json:"provider"`
+	// Conversation is the key of the conversation it belongs to, for
+	// per-conversation budgets: a request continuing from it continues
+	// that conversation ("" when none was computed).
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // Options configure a Store. Zero values mean the defaults.

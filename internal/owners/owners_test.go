@@ -142,6 +142,9 @@ func TestSurvivesReopen(t *testing.T) {
 	record(t, s, "resp_a", alice)
 	record(t, s, "resp_b", bob)
 	record(t, s, "resp_gone", alice)
+	// The conversation a response belongs to is kept beside its owner.
+	inConversation := Owner{Agent: "alice", Provider: "openai", Conversation: "c0ffee"}
+	record(t, s, "resp_c", inConversation)
 	if err := s.Forget("resp_gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +158,7 @@ func TestSurvivesReopen(t *testing.T) {
 	again := open(t, Options{Dir: dir})
 	wantOwner(t, again, "resp_a", alice)
 	wantOwner(t, again, "resp_b", bob)
+	wantOwner(t, again, "resp_c", inConversation)
 	wantUnknown(t, again, "resp_gone")
 	wantUnknown(t, again, "resp_memory")
 	info, err := os.Stat(filepath.Join(dir, FileName))

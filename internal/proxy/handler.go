@@ -15,6 +15,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/audit"
 	"github.com/clawdapus/clawgo/internal/exchange"
+	"github.com/clawdapus/clawgo/internal/owners"
 	"github.com/clawdapus/clawgo/internal/recorder"
 	"github.com/clawdapus/clawgo/internal/spend"
 	"github.com/clawdapus/clawgo/internal/tracing"
@@ -138,13 +139,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		return nil, false
 	}
 	m = &modelExchange{body: body, pb: pb}
-	m.close = func() {
-		if m.x != nil {
-			m.x.Spend.Close(context.Background())
-		}
-		release()
-		s.admit.leave(agent.ID)
-	}
+	m.close = s.closer(w, m, agent.ID, release)
 	defer func() {
 		if !ok {
 			m.close()
@@ -171,11 +166,19 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		return m, false
 	}
 	stored := s.stored[fi]
+	var prev string
+	var prevOwner owners.Owner
 	if stored != nil {
-		if err := s.checkContinues(stored, body, agent, route); err != nil {
+		if prev, prevOwner, err = s.checkContinues(stored, body, agent, route); err != nil {
 			reject(agent, err)
 			return m, false
 		}
+	}
+	// The conversation is found only when a budget counts per
+	// conversation (a token count is never costed).
+	conversation := ""
+	if !neverStreams && s.spend.PerConversation(agent.Metadata.Budget) {
+		conversation = conversationKey(f, agent.ID, body, prev, prevOwner.Conversation)
 	}
 
 	if neverStreams {
@@ -206,7 +209,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	x.Send = func(ctx context.Context, b []byte) (*http.Response, error) { return sendParts(ctx, oneSlice(b)) }
 	x.SendParts = sendParts
 	if stored != nil {
-		x.Created = func(id string) { s.recordCreated(x, id) }
+		x.Created = func(id string) { s.recordCreated(x, id, conversation) }
 	}
 
 	mediated := agent.ToolsErr == nil && agent.Managed() && s.mediator != nil
@@ -218,7 +221,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	}
 	if !neverStreams {
 		// A token count is never costed; every generation is.
-		if err := s.openSpend(x); err != nil {
+		if err := s.openSpend(x, conversation); err != nil {
 			s.failExchange(w, f, x, apierror.New(http.StatusInternalServerError, apierror.TypeManifest, err.Error()+"; fix the pod and recompile with `claw compile`"))
 			return m, false
 		}
@@ -232,6 +235,28 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 	}
 	m.x, m.info, m.send, m.mediated = x, info, sendParts, mediated
 	return m, true
+}
+
+// closer is m's close: the exchange's metering closed, its body and its
+// agent's slot given back.
+func (s *Server) closer(w http.ResponseWriter, m *modelExchange, agent string, release func()) func() {
+	return func() {
+		if m.x != nil && m.x.Spend.Syncs() {
+			// The exchange is recorded: the runner has the end of its
+			// answer, and the agent its slot and body budget back,
+			// before the settlement reaches the disk.
+			_ = http.NewResponseController(w).Flush()
+			release()
+			s.admit.leave(agent)
+			m.x.Spend.Close(context.Background())
+			return
+		}
+		if m.x != nil {
+			m.x.Spend.Close(context.Background())
+		}
+		release()
+		s.admit.leave(agent)
+	}
 }
 
 // sender is how x's upstream calls are sent (sendChain: a key of the

@@ -259,7 +259,7 @@ func New(cfg Config, opts Options) (*Server, error) {
 // It also stops the memory trims still to come.
 func (s *Server) Close() error {
 	s.admit.close()
-	err := s.owners.Close()
+	err := errors.Join(s.owners.Close(), s.spend.Close())
 	if s.ownPools {
 		err = errors.Join(err, s.pools.Close())
 	}

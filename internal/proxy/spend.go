@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -57,6 +59,9 @@ func (s *Server) newMeter(o SpendOptions) (*spend.Meter, error) {
 	if ledger == nil {
 		path := ""
 		if dir := s.cfg.ContinuityDir(); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("budgets' ledger: %w", err)
+			}
 			path = filepath.Join(dir, "spend.json")
 		}
 		l, err := spend.OpenFileLedger(path, s.now)
@@ -105,9 +110,10 @@ func (s *Server) alertBudget(n spend.Notice, limiter *alerts.Limiter) {
 	s.alerts.Alert(n.Event, f)
 }
 
-// openSpend starts metering x (nil for a call never costed).
-func (s *Server) openSpend(x *exchange.Exchange) error {
-	t, err := s.spend.Open(x.Agent.ID, x.Agent.Metadata.Budget, "")
+// openSpend starts metering x, a request of conversation (its key, for
+// per-conversation budgets: conversationKey).
+func (s *Server) openSpend(x *exchange.Exchange, conversation string) error {
+	t, err := s.spend.Open(x.Agent.ID, x.Agent.Metadata.Budget, conversation)
 	if err != nil {
 		return err
 	}

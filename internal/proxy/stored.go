@@ -282,31 +282,33 @@ func copyBounded(w http.ResponseWriter, body io.Reader, flush bool) error {
 }
 
 // checkContinues refuses a generation that continues from a stored object
-// the agent does not own, or that the routed provider does not keep.
-func (s *Server) checkContinues(st *storedFormat, body []byte, agent *agentctx.Agent, route *Route) error {
+// the agent does not own, or that the routed provider does not keep; it
+// returns the object's id and owner ("" when the request continues none).
+func (s *Server) checkContinues(st *storedFormat, body []byte, agent *agentctx.Agent, route *Route) (string, owners.Owner, error) {
 	// The edge refused a body with the member repeated or spelled in
 	// another case (scanRequest): the provider continues from the object
 	// checked here.
 	prev := st.Continues(body)
 	if prev == "" {
-		return nil
+		return "", owners.Owner{}, nil
 	}
 	q := quoteForMessage(prev)
 	o, ok := s.owners.Owner(prev)
 	if !ok || o.Agent != agent.ID {
-		return badRequest(fmt.Sprintf("%s %s is not a %s of this agent", st.ContinuesMember(), q, st.noun))
+		return "", owners.Owner{}, badRequest(fmt.Sprintf("%s %s is not a %s of this agent", st.ContinuesMember(), q, st.noun))
 	}
 	if o.Provider != route.Name {
-		return badRequest(fmt.Sprintf("%s %s is stored by provider %s, but this request is routed to provider %s: a %s can only be continued at the provider that stores it (name a model of %s)",
+		return "", owners.Owner{}, badRequest(fmt.Sprintf("%s %s is stored by provider %s, but this request is routed to provider %s: a %s can only be continued at the provider that stores it (name a model of %s)",
 			st.ContinuesMember(), q, o.Provider, route.Name, st.noun, o.Provider))
 	}
-	return nil
+	return prev, o, nil
 }
 
 // recordCreated makes x's agent, at x's provider, the owner of the stored
-// object id (exchange.Exchange.Created).
-func (s *Server) recordCreated(x *exchange.Exchange, id string) {
-	if err := s.owners.Record(id, owners.Owner{Agent: x.Agent.ID, Provider: x.Provider}); err != nil {
+// object id (exchange.Exchange.Created), in conversation (the key of x's
+// conversation, for per-conversation budgets; "" when none was needed).
+func (s *Server) recordCreated(x *exchange.Exchange, id, conversation string) {
+	if err := s.owners.Record(id, owners.Owner{Agent: x.Agent.ID, Provider: x.Provider, Conversation: conversation}); err != nil {
 		s.auditExchange(x, audit.TypeError, func(e *audit.Event) {
 			e.Error = fmt.Sprintf("recording the owner of stored object %s: %v", quoteForMessage(id), err)
 		})

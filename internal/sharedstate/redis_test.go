@@ -130,10 +130,11 @@ func TestOwnersAcrossReplicas(t *testing.T) {
 	c2, _ := Open(context.Background(), url)
 	defer c2.Close()
 	a, b := NewOwners(c1, "desk", 0), NewOwners(c2, "desk", 0)
-	if err := a.Record("resp_1", owners.Owner{Agent: "researcher", Provider: "openai"}); err != nil {
+	if err := a.Record("resp_1", owners.Owner{Agent: "researcher", Provider: "openai", Conversation: "c0ffee"}); err != nil {
 		t.Fatal(err)
 	}
-	if o, ok := b.Owner("resp_1"); !ok || o.Agent != "researcher" || o.Provider != "openai" {
+	// The conversation the response belongs to travels with its owner.
+	if o, ok := b.Owner("resp_1"); !ok || o.Agent != "researcher" || o.Provider != "openai" || o.Conversation != "c0ffee" {
 		t.Fatalf("replica b: %+v %v", o, ok)
 	}
 	if _, ok := NewOwners(c2, "other-pod", 0).Owner("resp_1"); ok {

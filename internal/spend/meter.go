@@ -68,6 +68,8 @@ type Options struct {
 type Meter struct {
 	o   Options
 	pod []limit
+	// podPerConversation: the pod has a per: conversation budget.
+	podPerConversation bool
 }
 
 // New returns a Meter, or what is wrong with the pod's budget.
@@ -91,17 +93,50 @@ func New(o Options) (*Meter, error) {
 			return nil, fmt.Errorf("pod-budget[%d]: %w", i, err)
 		}
 		m.pod = append(m.pod, l)
+		m.podPerConversation = m.podPerConversation || b.Per == PerConversation
 	}
 	return m, nil
+}
+
+// PerConversation is the window of the budgets counted per conversation.
+const PerConversation = "conversation"
+
+// ConversationIdle is how long a conversation's counter is kept after its
+// last call: a conversation idle longer starts its count afresh.
+const ConversationIdle = 30 * 24 * time.Hour
+
+// PerConversation reports whether an agent with budgets (or the pod) has
+// a budget counted per conversation: only then is a request's
+// conversation worth finding (Open's conversation).
+func (m *Meter) PerConversation(budgets []manifest.Budget) bool {
+	if m.podPerConversation {
+		return true
+	}
+	for _, b := range budgets {
+		if b.Per == PerConversation {
+			return true
+		}
+	}
+	return false
+}
+
+// Close closes the meter's ledger when it is a file (a Redis ledger's
+// client is its opener's to close).
+func (m *Meter) Close() error {
+	if c, ok := m.o.Ledger.(*FileLedger); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // Prices is the meter's price table.
 func (m *Meter) Prices() *Prices { return m.o.Prices }
 
 // Open starts metering one runner request of agent, under the agent's
-// budget (from its metadata.json) and the pod's. conversation names the
-// conversation the request continues, for per: conversation budgets
-// ("" counts the request as a conversation of its own).
+// budget (from its metadata.json) and the pod's. conversation is the key
+// of the conversation the request belongs to, for per: conversation
+// budgets, scoped to the agent by its maker ("" counts the request as a
+// conversation of its own).
 func (m *Meter) Open(agent string, budgets []manifest.Budget, conversation string) (*Turn, error) {
 	t := &Turn{m: m, agent: agent, conversation: conversation}
 	for i, b := range budgets {
@@ -128,6 +163,9 @@ type Turn struct {
 	calls int
 	hold  *hold
 	total audit.Cost
+	// unsynced is the number of the turn's last settlement a file ledger
+	// wrote and Close has still to wait for (0: none).
+	unsynced uint64
 }
 
 // hold is a call admitted and not yet settled.
@@ -175,7 +213,10 @@ func (r *Refusal) Error() string {
 		key = "x-claw.pod-budget"
 	}
 	when := "it never resets"
-	if !r.ResetsAt.IsZero() {
+	switch {
+	case r.Per == PerConversation:
+		when = "it holds for the rest of this conversation"
+	case !r.ResetsAt.IsZero():
 		when = "it resets at " + r.ResetsAt.UTC().Format(time.RFC3339)
 	}
 	return fmt.Sprintf("cllama: %s budget reached: %s of %s %s per %s spent; %s; raise limit-%s in %s to allow more",
@@ -257,8 +298,13 @@ func (t *Turn) Admit(ctx context.Context, e Estimate) error {
 		ch := Charge{Limit: l.Limit, Check: true}
 		var end time.Time
 		ch.Key, end = l.key(now, t.conversationKey())
-		if !end.IsZero() {
+		switch {
+		case !end.IsZero():
 			ch.Expires = end.Add(24 * time.Hour)
+		case l.Per == PerConversation:
+			// Conversations come and go: a counter idle that long
+			// is forgotten, so the ledger does not grow forever.
+			ch.Expires = now.Add(ConversationIdle)
 		}
 		switch l.Unit {
 		case manifest.BudgetUSD:
@@ -386,16 +432,39 @@ func (t *Turn) Release(ctx context.Context) {
 	t.settle(ctx, h, ss)
 }
 
+// Syncs reports whether Close will wait for the disk: the turn settled
+// calls, or holds one, in a file ledger.
+func (t *Turn) Syncs() bool {
+	if t == nil {
+		return false
+	}
+	fl, ok := t.m.o.Ledger.(*FileLedger)
+	if !ok || fl.path == "" {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unsynced > 0 || t.hold != nil
+}
+
 // Close settles a call still held as if it had consumed what was
 // reserved for it: a request that ends without its usage seen (the
-// runner went away mid-stream) is not free.
+// runner went away mid-stream) is not free. With a file ledger it
+// returns once the turn's settlements are on disk: Settle and Release
+// write them and go on, so that the runner has its answer and a
+// mediated turn its next round without waiting for the fsync.
 func (t *Turn) Close(ctx context.Context) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.closeLocked()
+	seq := t.unsynced
+	t.unsynced = 0
+	t.mu.Unlock()
+	if fl, ok := t.m.o.Ledger.(*FileLedger); ok && seq > 0 {
+		_ = fl.syncTo(seq) // a failure is the ledger's own to report
+	}
 }
 
 func (t *Turn) closeLocked() {
@@ -426,9 +495,18 @@ func (t *Turn) settle(ctx context.Context, h *hold, ss []Settlement) {
 	if len(ss) == 0 {
 		return
 	}
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
-	defer cancel()
-	after, err := t.m.o.Ledger.Settle(lctx, ss)
+	var after []int64
+	var err error
+	if fl, ok := t.m.o.Ledger.(*FileLedger); ok {
+		// Written now, on disk by Close.
+		var seq uint64
+		after, seq, err = fl.settle(ss)
+		t.unsynced = max(t.unsynced, seq)
+	} else {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerTimeout)
+		defer cancel()
+		after, err = t.m.o.Ledger.Settle(lctx, ss)
+	}
 	if err != nil || len(after) != len(ss) {
 		return
 	}
@@ -469,7 +547,7 @@ func (m *Meter) Status(ctx context.Context, agent string, budgets []manifest.Bud
 	var out []Status
 	var keys []string
 	for _, l := range t.limits {
-		if l.Per == "conversation" {
+		if l.Per == PerConversation {
 			continue
 		}
 		k, end := l.key(now, "")

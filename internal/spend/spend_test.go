@@ -3,6 +3,7 @@ package spend
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -79,6 +80,7 @@ func call(t *testing.T, m *Meter, agent string, b []manifest.Budget, u wire.Usag
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer turn.Close(context.Background())
 	if err := turn.Admit(context.Background(), gpt); err != nil {
 		return audit.Cost{}, err
 	}
@@ -294,5 +296,52 @@ func TestStatusReportsTheCurrentWindow(t *testing.T) {
 	c.set(time.Date(2026, 3, 11, 0, 0, 1, 0, time.UTC))
 	if st, _ := m.Status(context.Background(), "a", b); len(st) != 1 || st[0].Spent != 0 {
 		t.Fatalf("next day's status %+v, want 0 spent", st)
+	}
+}
+
+// A conversation's counter holds while the conversation goes on, across
+// a restart, and is forgotten once it was idle ConversationIdle: the
+// ledger does not keep every conversation ever held.
+func TestConversationCounterIsForgottenWhenIdle(t *testing.T) {
+	c := &clock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "spend.json")
+	open := func() *Meter {
+		l, err := OpenFileLedger(path, c.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(Options{Now: c.now, Ledger: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	b := []manifest.Budget{{Unit: "requests", Limit: 2, Per: PerConversation}}
+	turn := func(m *Meter, conversation string) error {
+		tr, err := m.Open("a", b, conversation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close(context.Background())
+		if err := tr.Admit(context.Background(), gpt); err != nil {
+			return err
+		}
+		tr.Settle(context.Background(), wire.Usage{Input: 1, Output: 1}, true)
+		return nil
+	}
+	m := open()
+	for i := 0; i < 2; i++ {
+		if err := turn(m, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.set(c.now().Add(ConversationIdle - 24*time.Hour))
+	if _, refused := AsRefusal(turn(open(), "k")); !refused {
+		t.Fatal("the conversation's third request, after a restart, was admitted")
+	}
+	raw, _ := os.ReadFile(path)
+	c.set(c.now().Add(ConversationIdle + time.Hour))
+	if err := turn(open(), "k"); err != nil {
+		t.Fatalf("a conversation idle for %v is still counted: %v (ledger %s)", ConversationIdle, err, raw)
 	}
 }
