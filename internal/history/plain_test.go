@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // FuzzAppendPlain holds the plain entry encoder to encoding/json's, byte
@@ -58,7 +60,11 @@ func FuzzAppendPlain(f *testing.F) {
 			valid = false
 		}
 		e.BodiesValid = valid
-		sr, sp := spliceable(e.Request, valid), spliceable(e.Response, valid)
+		// A request the edge found plain (ASCII, one line) is not scanned
+		// again: the line must come out the same.
+		_, _, plain := jsontop.ValidWalk(e.Request, nil)
+		e.RequestPlain = plain && valid
+		sr, sp := spliceable(e.Request, valid, e.RequestPlain), spliceable(e.Response, valid, false)
 		// A line from the pool, holding an earlier entry's bytes: none
 		// of them may show.
 		l := linePool.Get().(*line)

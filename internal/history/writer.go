@@ -461,8 +461,10 @@ func encodeParts(e Entry) (*line, error) {
 	// a body that is one line already and valid JSON (what the proxy hands
 	// over: it checked it at the edge) is spliced in as it is, after one
 	// fast check.
+	// A request the proxy's edge found plain (ASCII, one line) is
+	// neither scanned for invalid UTF-8 (validUTF8) nor for line breaks.
 	req, resp := e.Request, e.Response
-	spliceReq, spliceResp := spliceable(req, e.BodiesValid), spliceable(resp, e.BodiesValid)
+	spliceReq, spliceResp := spliceable(req, e.BodiesValid, e.RequestPlain), spliceable(resp, e.BodiesValid, false)
 	l := linePool.Get().(*line)
 	if appendPlain(l, &e, spliceReq, spliceResp) {
 		return l, nil
@@ -546,10 +548,11 @@ const spliceMin = 1 << 10
 // spliceable reports whether raw can go into a line as it is: on one line
 // (no raw CR or LF: inside JSON strings they are escaped, so any is
 // whitespace a line cannot hold) and valid. Kept as it came, spaces
-// included; any other body is compacted by encoding/json.
-func spliceable(raw json.RawMessage, valid bool) bool {
+// included; any other body is compacted by encoding/json. valid and
+// oneLine say what the caller knows already, so raw is not scanned for it.
+func spliceable(raw json.RawMessage, valid, oneLine bool) bool {
 	// Two IndexByte scans run word-wide; ContainsAny goes byte by byte.
-	return len(raw) > 0 && bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 && (valid || jsontop.Valid(raw))
+	return len(raw) > 0 && (oneLine || bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0) && (valid || jsontop.Valid(raw))
 }
 
 // splice replaces the first occurrence of key+"0" in the last part with
@@ -575,7 +578,10 @@ func validUTF8(e *Entry) int {
 	for _, s := range []*string{&e.ID, &e.AgentID, &e.Pod, &e.Format, &e.Model, &e.Status, &e.Error} {
 		n += validString(s)
 	}
-	n += validRaw(&e.Request) + validRaw(&e.Response)
+	if !e.RequestPlain {
+		n += validRaw(&e.Request)
+	}
+	n += validRaw(&e.Response)
 	copied := false
 	for i := range e.ToolTrace {
 		for j := range e.ToolTrace[i].ToolCalls {
