@@ -389,3 +389,105 @@ func checkUnderFaults(t *testing.T, trial int, path string, acked [][]string, fa
 		t.Fatalf("trial %d: %d entries in the file, %d acknowledged (+1 after the faults)", trial, len(pos), total)
 	}
 }
+
+// BenchmarkAppendConcurrent is one agent's c concurrent exchanges
+// recording 200 KB requests to its one file (as the proxy hands them
+// over: valid, plain): what group commit changes is how many writes and
+// syncs carry them.
+func BenchmarkAppendConcurrent(b *testing.B) {
+	req := json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor ", 200<<10/18) + `"}]}`)
+	for _, mode := range []struct {
+		name string
+		o    WriterOptions
+	}{{"interval", WriterOptions{}}, {"always", WriterOptions{Sync: SyncAlways}}} {
+		for _, c := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("%s/200KB/c=%d", mode.name, c), func(b *testing.B) {
+				w, err := NewWriterWith(b.TempDir(), mode.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer w.Close()
+				b.SetBytes(int64(len(req)))
+				var next sync.Mutex
+				n := 0
+				var wg sync.WaitGroup
+				for range c {
+					wg.Go(func() {
+						for {
+							next.Lock()
+							i := n
+							n++
+							next.Unlock()
+							if i >= b.N {
+								return
+							}
+							e := Entry{ID: strconv.Itoa(i), AgentID: "alice", Format: "openai", Model: "p/m", StatusCode: 200,
+								Request: req, BodiesValid: true, RequestPlain: true}
+							if err := w.Append(e); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			})
+		}
+	}
+}
+
+// blockingSyncFile is a history file whose syncs wait for release, the
+// first one telling entered it has started: a disk slow to take a
+// second's entries.
+type blockingSyncFile struct {
+	*os.File
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f *blockingSyncFile) Sync() error {
+	f.once.Do(func() { close(f.entered) })
+	<-f.release
+	return f.File.Sync()
+}
+
+// The background sync (SyncInterval) does not hold appends up: an entry
+// is written and acknowledged while the file's fsync is still under way,
+// and the file is synced again afterwards for it.
+func TestIntervalSyncDoesNotHoldAppends(t *testing.T) {
+	w, err := NewWriterWith(t.TempDir(), WriterOptions{SyncEvery: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf := &blockingSyncFile{entered: make(chan struct{}), release: make(chan struct{})}
+	w.openFile = func(path string) (appendFile, error) {
+		f, err := openAppend(path)
+		if err != nil {
+			return nil, err
+		}
+		bf.File = f.(*os.File)
+		return bf, nil
+	}
+	defer w.Close()
+	if err := w.Append(sized("a", 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	<-bf.entered // the syncer is in the file's fsync, held there
+	done := make(chan error, 1)
+	go func() { done <- w.Append(sized("b", 1<<10)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		close(bf.release)
+		t.Fatal("an append waited for the background fsync")
+	}
+	if !w.isDirty("alice") {
+		t.Fatal("an entry written during the sync is not marked for the next one")
+	}
+	close(bf.release)
+	waitFor(t, func() bool { return !w.isDirty("alice") })
+}

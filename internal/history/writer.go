@@ -225,7 +225,10 @@ func (w *Writer) syncLoop() {
 	}
 }
 
-// syncDirty fsyncs every file written since its last fsync.
+// syncDirty fsyncs every file written since its last fsync. The fsync
+// runs without the file's lock: it may take as long as the disk needs to
+// take a second's entries, and appends go on meanwhile (one that comes
+// during it marks the file again, for the next interval).
 func (w *Writer) syncDirty() error {
 	w.mu.Lock()
 	files := make([]*agentFile, 0, len(w.files))
@@ -236,14 +239,18 @@ func (w *Writer) syncDirty() error {
 	var errs []error
 	for _, af := range files {
 		af.mu.Lock()
-		if af.dirty {
-			if err := af.f.Sync(); err != nil {
-				errs = append(errs, fmt.Errorf("history: sync %s: %w", af.f.Name(), err))
-			} else {
-				af.dirty = false
-			}
-		}
+		dirty := af.dirty
+		af.dirty = false
 		af.mu.Unlock()
+		if !dirty {
+			continue
+		}
+		if err := af.f.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("history: sync %s: %w", af.f.Name(), err))
+			af.mu.Lock()
+			af.dirty = true
+			af.mu.Unlock()
+		}
 	}
 	return errors.Join(errs...)
 }
