@@ -3,6 +3,8 @@ package history
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +129,19 @@ func BenchmarkEncodeEntry(b *testing.B) {
 			_, _ = reflectParts(e, false, false)
 		}
 	})
+	// A 200 KB request, as the proxy hands it over (valid, and plain as
+	// the edge found it) and without the edge's word on it (scanned for
+	// invalid UTF-8 and line breaks here).
+	big := e
+	big.Request = json.RawMessage(`{"model":"fake/gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor ", 200<<10/18) + `"}]}`)
+	for _, plain := range []bool{true, false} {
+		b.Run(fmt.Sprintf("200KB/request-plain=%v", plain), func(b *testing.B) {
+			big.RequestPlain = plain
+			b.SetBytes(int64(len(big.Request)))
+			for b.Loop() {
+				l, _ := encodeParts(big)
+				l.release()
+			}
+		})
+	}
 }
