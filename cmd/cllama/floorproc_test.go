@@ -26,7 +26,14 @@ import (
 // (testdata/floorproxy), in front of the same provider. Each proxy's CPU
 // is read from its own /proc/<pid>/stat, so neither the clients nor the
 // provider are counted; latency is the runner's, less the direct path's.
-// Each path runs in turn, five times over, and the table gives medians.
+// Each path runs in turn, five times over, and the table gives medians;
+// throughput is requests per second of wall time while c clients keep
+// the path busy.
+//
+// With CLLAMA_BENCH_BEFORE naming another cllama binary (an earlier
+// build), it runs beside the others in the same rounds and gets a row of
+// its own, "(before)", with its figures in cllama's columns: a change's
+// effect measured in one run, on the same machine noise.
 //
 //	go test -run '^$' -bench FloorProcess -benchtime 1x ./cmd/cllama/
 func BenchmarkFloorProcess(b *testing.B) {
@@ -59,6 +66,11 @@ func BenchmarkFloorProcess(b *testing.B) {
 		"CLAW_SESSION_HISTORY_DIR="+filepath.Join(dir, "history-nh"), "CLLAMA_STATE_DIR="+filepath.Join(dir, "state-nh"),
 		"CLLAMA_UPSTREAM_CLIENT=net/http")
 	floor, floorPid := startFloor(ctx, b, floorBin, svc.URL)
+	var before *cllamaProc
+	if bb := os.Getenv("CLLAMA_BENCH_BEFORE"); bb != "" {
+		before = startCllama(ctx, b, bb, "CLAW_CONTEXT_ROOT="+root, "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
+			"CLAW_SESSION_HISTORY_DIR="+filepath.Join(dir, "history-before"), "CLLAMA_STATE_DIR="+filepath.Join(dir, "state-before"))
+	}
 
 	pad := strings.Repeat("lorem ipsum dolor ", 200<<10/18)
 	chat := func(model, content string, stream bool) []byte {
@@ -70,54 +82,51 @@ func BenchmarkFloorProcess(b *testing.B) {
 		pid  int
 		turn func(c *http.Client, n int) time.Duration
 	}
-	one := func(base, token, model, content string, stream bool) func(*http.Client, int) time.Duration {
+	one := func(token, model, content string, stream bool) func(base string) func(*http.Client, int) time.Duration {
 		body := chat(model, content, stream)
-		return func(c *http.Client, _ int) time.Duration {
-			return floorDo(b, c, base+"/v1/chat/completions", token, body)
+		return func(base string) func(*http.Client, int) time.Duration {
+			return func(c *http.Client, _ int) time.Duration {
+				return floorDo(b, c, base+"/v1/chat/completions", token, body)
+			}
 		}
+	}
+	mediated := func(base string) func(*http.Client, int) time.Duration {
+		return func(c *http.Client, n int) time.Duration {
+			return floorDo(b, c, base+"/v1/chat/completions", "t:s", chat("fake/m", fmt.Sprintf("turn %d", n), false))
+		}
+	}
+	// paths are the direct path and the floor (bare, sent by the runner
+	// as is) and each cllama (proxied).
+	paths := func(bare, proxied func(base string) func(*http.Client, int) time.Duration) []path {
+		ps := []path{{"direct", 0, bare(svc.URL)}, {"floor", floorPid, bare(floor)},
+			{"cllama", cl.cmd.Process.Pid, proxied("http://" + cl.addr)},
+			{"net/http", nh.cmd.Process.Pid, proxied("http://" + nh.addr)}}
+		if before != nil {
+			ps = append(ps, path{"before", before.cmd.Process.Pid, proxied("http://" + before.addr)})
+		}
+		return ps
 	}
 	cases := []struct {
 		name  string
 		c, n  int
 		paths []path
 	}{
-		{"1 KB json c=1", 1, 2000, []path{
-			{"direct", 0, one(svc.URL, "", "m", small, false)},
-			{"floor", floorPid, one(floor, "", "m", small, false)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, false)},
-			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", small, false)}}},
-		{"1 KB json c=32", 32, 4000, []path{
-			{"direct", 0, one(svc.URL, "", "m", small, false)},
-			{"floor", floorPid, one(floor, "", "m", small, false)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, false)},
-			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", small, false)}}},
-		{"200 KB json c=8", 8, 1000, []path{
-			{"direct", 0, one(svc.URL, "", "m", pad, false)},
-			{"floor", floorPid, one(floor, "", "m", pad, false)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", pad, false)},
-			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", pad, false)}}},
-		{"stream c=16", 16, 3000, []path{
-			{"direct", 0, one(svc.URL, "", "m", small, true)},
-			{"floor", floorPid, one(floor, "", "m", small, true)},
-			{"cllama", cl.cmd.Process.Pid, one("http://"+cl.addr, "a:s", "fake/m", small, true)},
-			{"net/http", nh.cmd.Process.Pid, one("http://"+nh.addr, "a:s", "fake/m", small, true)}}},
+		{"1 KB json c=1", 1, 2000, paths(one("", "m", small, false), one("a:s", "fake/m", small, false))},
+		{"1 KB json c=32", 32, 4000, paths(one("", "m", small, false), one("a:s", "fake/m", small, false))},
+		{"200 KB json c=8", 8, 1000, paths(one("", "m", pad, false), one("a:s", "fake/m", pad, false))},
+		// One agent's 64 conversations at once: every entry goes to one
+		// history file.
+		{"200 KB json c=64", 64, 2048, paths(one("", "m", pad, false), one("a:s", "fake/m", pad, false))},
+		{"stream c=16", 16, 3000, paths(one("", "m", small, true), one("a:s", "fake/m", small, true))},
 		// A mediated turn: two model rounds and one tool call. The
 		// runner makes the three calls itself (direct, and through the
 		// floor) or sends one request through cllama.
-		{"mediated turn c=1", 1, 1000, []path{
-			{"direct", 0, floorTurn(b, svc.URL)},
-			{"floor", floorPid, floorTurn(b, floor)},
-			{"cllama", cl.cmd.Process.Pid, func(c *http.Client, n int) time.Duration {
-				return floorDo(b, c, "http://"+cl.addr+"/v1/chat/completions", "t:s", chat("fake/m", fmt.Sprintf("turn %d", n), false))
-			}},
-			{"net/http", nh.cmd.Process.Pid, func(c *http.Client, n int) time.Duration {
-				return floorDo(b, c, "http://"+nh.addr+"/v1/chat/completions", "t:s", chat("fake/m", fmt.Sprintf("turn %d", n), false))
-			}}}},
+		{"mediated turn c=1", 1, 1000, paths(func(base string) func(*http.Client, int) time.Duration { return floorTurn(b, base) }, mediated)},
 	}
-	type figures struct{ cpu, p50 []float64 }
+	type figures struct{ cpu, p50, rps []float64 }
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ncllama and the floor as processes of their own (medians of 5 rounds):")
-	fmt.Fprintln(tw, "FIGURE\tFLOOR CPU/REQ\tCLLAMA CPU/REQ\tCPU ÷ FLOOR\tFLOOR ADDED p50\tCLLAMA ADDED p50\tp50 ÷ FLOOR\tNET/HTTP CPU/REQ\th1 CPU ÷ NET/HTTP")
+	fmt.Fprintln(tw, "FIGURE\tFLOOR CPU/REQ\tCLLAMA CPU/REQ\tCPU ÷ FLOOR\tFLOOR ADDED p50\tCLLAMA ADDED p50\tp50 ÷ FLOOR\tFLOOR REQ/S\tCLLAMA REQ/S\tREQ/S ÷ FLOOR\tNET/HTTP CPU/REQ\th1 CPU ÷ NET/HTTP")
 	defer tw.Flush()
 	// A case alone: -bench 'FloorProcess/200_KB'.
 	for _, tc := range cases {
@@ -134,7 +143,7 @@ func BenchmarkFloorProcess(b *testing.B) {
 							turn++
 							p.turn(clients, turn)
 						}
-						cpu0 := procCPU(b, p.pid)
+						cpu0, wall0 := procCPU(b, p.pid), time.Now()
 						var wg sync.WaitGroup
 						per := tc.n / tc.c
 						for range tc.c {
@@ -155,6 +164,7 @@ func BenchmarkFloorProcess(b *testing.B) {
 							}()
 						}
 						wg.Wait()
+						wall := time.Since(wall0)
 						cpu := float64(procCPU(b, p.pid)-cpu0) / float64(time.Microsecond) / float64(len(lat))
 						clients.CloseIdleConnections()
 						f := got[p.name]
@@ -164,16 +174,26 @@ func BenchmarkFloorProcess(b *testing.B) {
 						}
 						f.cpu = append(f.cpu, cpu)
 						f.p50 = append(f.p50, float64(floorPercentile(lat, 0.5))/float64(time.Microsecond))
+						f.rps = append(f.rps, float64(len(lat))/wall.Seconds())
 					}
 				}
 				direct := median(got["direct"].p50)
-				fc, cc := median(got["floor"].cpu), median(got["cllama"].cpu)
-				fp, cp := median(got["floor"].p50)-direct, median(got["cllama"].p50)-direct
+				fc, fp, fr := median(got["floor"].cpu), median(got["floor"].p50)-direct, median(got["floor"].rps)
 				nc := median(got["net/http"].cpu)
-				fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.2f×\n", tc.name, fc, cc, cc/fc, fp, cp, cp/fp, nc, cc/nc)
+				row := func(name, which string) (cpu, p50, rps float64) {
+					cc, cp, cr := median(got[which].cpu), median(got[which].p50)-direct, median(got[which].rps)
+					fmt.Fprintf(tw, "%s\t%.0f µs\t%.0f µs\t%.2f×\t%.0f µs\t%.0f µs\t%.2f×\t%.0f\t%.0f\t%.2f×\t%.0f µs\t%.2f×\n",
+						name, fc, cc, cc/fc, fp, cp, cp/fp, fr, cr, cr/fr, nc, cc/nc)
+					return cc, cp, cr
+				}
+				cc, cp, cr := row(tc.name, "cllama")
+				if before != nil {
+					row(tc.name+" (before)", "before")
+				}
 				b.ReportMetric(cc/fc, "cpu-x-floor")
 				b.ReportMetric(cc/nc, "cpu-x-nethttp")
 				b.ReportMetric(cp/fp, "p50-x-floor")
+				b.ReportMetric(cr/fr, "rps-x-floor")
 			}
 		})
 	}

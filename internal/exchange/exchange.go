@@ -47,6 +47,11 @@ type Exchange struct {
 	// again. A stage that replaces Body with a document it builds from
 	// valid parts (spliced values, encoded strings) keeps it so.
 	Checked bool
+	// Plain reports that the edge found Original, in the same pass, to be
+	// ASCII with no raw CR or LF: valid UTF-8 on one line, which session
+	// history writes as it is without scanning it again. Set only with
+	// Checked; it says nothing of Body.
+	Plain bool
 	// Body is the body to send upstream, with the runner's model: the
 	// Decorator sees it so, and so does a Mediator, which sends
 	// UpstreamModel in its place. A passthrough sends it as slices of the

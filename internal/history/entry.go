@@ -54,6 +54,11 @@ type Entry struct {
 	// renders or checks every response): it need not check them again.
 	// Never written.
 	BodiesValid bool `json:"-"`
+	// RequestPlain tells the writer that Request is ASCII with no raw CR
+	// or LF (the proxy's edge learned it in the pass that validated the
+	// request): valid UTF-8 on one line, so it is written as it is
+	// without being scanned again. Never written.
+	RequestPlain bool `json:"-"`
 }
 
 // FormatMCP is the Format of a native call's entry: one tools/call on

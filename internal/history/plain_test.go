@@ -3,8 +3,12 @@ package history
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/jsontop"
 )
 
 // FuzzAppendPlain holds the plain entry encoder to encoding/json's, byte
@@ -58,7 +62,11 @@ func FuzzAppendPlain(f *testing.F) {
 			valid = false
 		}
 		e.BodiesValid = valid
-		sr, sp := spliceable(e.Request, valid), spliceable(e.Response, valid)
+		// A request the edge found plain (ASCII, one line) is not scanned
+		// again: the line must come out the same.
+		_, _, plain := jsontop.ValidWalk(e.Request, nil)
+		e.RequestPlain = plain && valid
+		sr, sp := spliceable(e.Request, valid, e.RequestPlain), spliceable(e.Response, valid, false)
 		// A line from the pool, holding an earlier entry's bytes: none
 		// of them may show.
 		l := linePool.Get().(*line)
@@ -121,4 +129,19 @@ func BenchmarkEncodeEntry(b *testing.B) {
 			_, _ = reflectParts(e, false, false)
 		}
 	})
+	// A 200 KB request, as the proxy hands it over (valid, and plain as
+	// the edge found it) and without the edge's word on it (scanned for
+	// invalid UTF-8 and line breaks here).
+	big := e
+	big.Request = json.RawMessage(`{"model":"fake/gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor ", 200<<10/18) + `"}]}`)
+	for _, plain := range []bool{true, false} {
+		b.Run(fmt.Sprintf("200KB/request-plain=%v", plain), func(b *testing.B) {
+			big.RequestPlain = plain
+			b.SetBytes(int64(len(big.Request)))
+			for b.Loop() {
+				l, _ := encodeParts(big)
+				l.release()
+			}
+		})
+	}
 }

@@ -30,13 +30,25 @@ const FileName = "history.jsonl"
 //
 // What an acknowledged entry (Append returned nil) survives:
 //
-//   - Concurrent appends: each entry is written whole under a per-agent
-//     lock, so lines never interleave.
+//   - Concurrent appends: entries to one file are written by one
+//     goroutine at a time, each entry whole, so lines never interleave.
+//     Appends that arrive while a write is under way are committed
+//     together (group commit): whoever writes next takes every entry
+//     waiting and writes them in one writev(2), in the order they came,
+//     with one fsync for all under SyncAlways. Each Append still returns
+//     only once its own line is written (and synced): a batch changes how
+//     many system calls carry the entries, not what an acknowledgement
+//     means. One agent's concurrent exchanges then cost the file one
+//     write per batch instead of one lock hand-over and write per entry.
 //   - A failed write (ENOSPC, EIO, a failed sync): Append cuts the file
 //     back to where the entry began before it returns the error, so the
 //     next entry starts on a fresh line and no partial line is left. If
 //     even that fails, the next Append first ends the torn line with a
-//     newline (or fails without writing).
+//     newline (or fails without writing). A batch that fails is cut back
+//     to where it began, and its entries are then written one at a time
+//     as above: each gets the outcome it would have had alone (an entry
+//     that fits on a nearly full disk is written, the next one is not),
+//     and no partial entry is left.
 //   - A process crash (kill -9, OOM kill, panic): the write(2) of an
 //     acknowledged entry has completed, so the kernel has it. A write cut
 //     short by the crash leaves at most one partial last line per file,
@@ -143,6 +155,19 @@ type appendFile interface {
 }
 
 type agentFile struct {
+	// qmu guards queue and writing: the entries waiting to be written,
+	// oldest first, and whether a goroutine is writing (the leader; it
+	// takes the queue when it is done with the batch it has, or hands
+	// over to the oldest waiting entry's goroutine).
+	qmu     sync.Mutex
+	queue   []*line
+	writing bool
+	// batch and iov are the leader's, reused from one batch to the next.
+	batch []*line
+	iov   net.Buffers
+
+	// mu guards the file and the fields below: held by the leader while
+	// it writes, by the background syncer and by Close.
 	mu    sync.Mutex
 	f     appendFile
 	agent string
@@ -200,7 +225,10 @@ func (w *Writer) syncLoop() {
 	}
 }
 
-// syncDirty fsyncs every file written since its last fsync.
+// syncDirty fsyncs every file written since its last fsync. The fsync
+// runs without the file's lock: it may take as long as the disk needs to
+// take a second's entries, and appends go on meanwhile (one that comes
+// during it marks the file again, for the next interval).
 func (w *Writer) syncDirty() error {
 	w.mu.Lock()
 	files := make([]*agentFile, 0, len(w.files))
@@ -211,14 +239,18 @@ func (w *Writer) syncDirty() error {
 	var errs []error
 	for _, af := range files {
 		af.mu.Lock()
-		if af.dirty {
-			if err := af.f.Sync(); err != nil {
-				errs = append(errs, fmt.Errorf("history: sync %s: %w", af.f.Name(), err))
-			} else {
-				af.dirty = false
-			}
-		}
+		dirty := af.dirty
+		af.dirty = false
 		af.mu.Unlock()
+		if !dirty {
+			continue
+		}
+		if err := af.f.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("history: sync %s: %w", af.f.Name(), err))
+			af.mu.Lock()
+			af.dirty = true
+			af.mu.Unlock()
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -296,17 +328,108 @@ func (w *Writer) Append(e Entry) error {
 		return err
 	}
 	defer l.release()
-	parts := l.parts
-	var n int64
-	for _, p := range parts {
-		n += int64(len(p))
+	for _, p := range l.parts {
+		l.n += int64(len(p))
 	}
 	af, err := w.file(e.AgentID)
 	if err != nil {
 		return err
 	}
-	af.mu.Lock()
-	defer af.mu.Unlock()
+	return af.append(w, l)
+}
+
+// append has l written to af's file, with the entries waiting beside it,
+// and returns its outcome. The first goroutine to find no write under
+// way leads: it writes batches of what is queued until its own entry is
+// written, wakes the goroutines whose entries it wrote, and hands the
+// lead to the oldest entry still waiting. Every other goroutine waits to
+// be woken, either with its entry written or to lead.
+func (af *agentFile) append(w *Writer, l *line) error {
+	af.qmu.Lock()
+	af.queue = append(af.queue, l)
+	lead := !af.writing
+	af.writing = true
+	af.qmu.Unlock()
+	if !lead {
+		<-l.wake
+		if l.done {
+			return l.err
+		}
+	}
+	for !l.done {
+		batch := af.take()
+		af.mu.Lock()
+		af.commit(w, batch)
+		af.mu.Unlock()
+		for i, o := range batch {
+			batch[i] = nil
+			if o != l {
+				o.wake <- struct{}{} // o's goroutine returns; o is not touched again
+			}
+		}
+	}
+	af.qmu.Lock()
+	if len(af.queue) == 0 {
+		af.writing = false
+		af.qmu.Unlock()
+		return l.err
+	}
+	next := af.queue[0]
+	af.qmu.Unlock()
+	next.wake <- struct{}{} // no one else takes it: this goroutine still leads
+	return l.err
+}
+
+// take removes the oldest waiting entries from the queue, as many as one
+// writev(2) carries, and returns them (af.batch, reused).
+func (af *agentFile) take() []*line {
+	af.qmu.Lock()
+	defer af.qmu.Unlock()
+	k, parts := 0, 0
+	for k < len(af.queue) && (k == 0 || parts+len(af.queue[k].parts) <= maxIOV) {
+		parts += len(af.queue[k].parts)
+		k++
+	}
+	af.batch = append(af.batch[:0], af.queue[:k]...)
+	rest := copy(af.queue, af.queue[k:])
+	clear(af.queue[rest:])
+	af.queue = af.queue[:rest]
+	return af.batch
+}
+
+// commit writes a batch of entries and sets each one's outcome. A batch
+// that fails is cut back to where it began (write does), and its entries
+// are written again one at a time: each then gets the outcome it would
+// have had alone. af.mu is held.
+func (af *agentFile) commit(w *Writer, batch []*line) {
+	iov := af.iov[:0]
+	var n int64
+	for _, l := range batch {
+		iov = append(iov, l.parts...)
+		n += l.n
+	}
+	// iov is a copy of the parts: writing consumes it.
+	err := af.write(w, iov, n)
+	if err == nil || len(batch) == 1 {
+		for _, l := range batch {
+			l.err, l.done = err, true
+		}
+	} else {
+		for _, l := range batch {
+			one := append(iov[len(iov):], l.parts...)
+			l.err, l.done = af.write(w, one, l.n), true
+			clear(one)
+		}
+	}
+	clear(iov) // the bodies are not kept past their entries
+	af.iov = iov[:0]
+}
+
+// write writes one entry's parts, or a batch's, as one writev(2), synced
+// under SyncAlways. On a failure it cuts the file back to where the
+// write began, so no part of it is left (or, failing that, marks the file
+// torn, to be ended before the next write). af.mu is held.
+func (af *agentFile) write(w *Writer, iov net.Buffers, n int64) error {
 	if af.torn {
 		if err := af.endTornLine(w.opts.OnRepair); err != nil {
 			return fmt.Errorf("history: append to %s: %w", af.f.Name(), err)
@@ -314,13 +437,13 @@ func (w *Writer) Append(e Entry) error {
 	}
 	// Under the file's lock no other entry of this process comes between
 	// the parts, and a failure part-way is undone below like any.
-	err = writeParts(af.f, parts)
+	err := writeParts(af.f, iov)
 	if err == nil && w.opts.Sync == SyncAlways {
 		err = af.f.Sync()
 	}
 	if err != nil {
-		// The entry is not acknowledged: remove whatever part of it
-		// reached the file, so the next entry starts on a fresh line.
+		// Not acknowledged: remove whatever part reached the file, so
+		// the next entry starts on a fresh line.
 		if terr := af.f.Truncate(af.size); terr != nil {
 			af.torn = true
 		}
@@ -345,8 +468,10 @@ func encodeParts(e Entry) (*line, error) {
 	// a body that is one line already and valid JSON (what the proxy hands
 	// over: it checked it at the edge) is spliced in as it is, after one
 	// fast check.
+	// A request the proxy's edge found plain (ASCII, one line) is
+	// neither scanned for invalid UTF-8 (validUTF8) nor for line breaks.
 	req, resp := e.Request, e.Response
-	spliceReq, spliceResp := spliceable(req, e.BodiesValid), spliceable(resp, e.BodiesValid)
+	spliceReq, spliceResp := spliceable(req, e.BodiesValid, e.RequestPlain), spliceable(resp, e.BodiesValid, false)
 	l := linePool.Get().(*line)
 	if appendPlain(l, &e, spliceReq, spliceResp) {
 		return l, nil
@@ -367,11 +492,18 @@ type line struct {
 	buf   []byte
 	parts net.Buffers
 	arr   [5][]byte // parts' backing: at most two bodies and three pieces
+	// n is the line's length. done and err are its outcome, set by the
+	// goroutine that wrote it; wake tells the goroutine waiting for it
+	// that it was written, or that it is to write.
+	n    int64
+	done bool
+	err  error
+	wake chan struct{}
 }
 
 // linePool holds lines between entries: a line's buffer is most of what
 // recording an exchange allocates.
-var linePool = sync.Pool{New: func() any { return new(line) }}
+var linePool = sync.Pool{New: func() any { return &line{wake: make(chan struct{}, 1)} }}
 
 // maxPooledLine bounds the buffer a pooled line keeps; a longer one (a
 // long body that could not be spliced) is left to the collector.
@@ -384,6 +516,7 @@ func (l *line) release() {
 	}
 	clear(l.arr[:])
 	l.parts = nil
+	l.n, l.done, l.err = 0, false, nil
 	linePool.Put(l)
 }
 
@@ -422,10 +555,11 @@ const spliceMin = 1 << 10
 // spliceable reports whether raw can go into a line as it is: on one line
 // (no raw CR or LF: inside JSON strings they are escaped, so any is
 // whitespace a line cannot hold) and valid. Kept as it came, spaces
-// included; any other body is compacted by encoding/json.
-func spliceable(raw json.RawMessage, valid bool) bool {
+// included; any other body is compacted by encoding/json. valid and
+// oneLine say what the caller knows already, so raw is not scanned for it.
+func spliceable(raw json.RawMessage, valid, oneLine bool) bool {
 	// Two IndexByte scans run word-wide; ContainsAny goes byte by byte.
-	return len(raw) > 0 && bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 && (valid || jsontop.Valid(raw))
+	return len(raw) > 0 && (oneLine || bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0) && (valid || jsontop.Valid(raw))
 }
 
 // splice replaces the first occurrence of key+"0" in the last part with
@@ -451,7 +585,10 @@ func validUTF8(e *Entry) int {
 	for _, s := range []*string{&e.ID, &e.AgentID, &e.Pod, &e.Format, &e.Model, &e.Status, &e.Error} {
 		n += validString(s)
 	}
-	n += validRaw(&e.Request) + validRaw(&e.Response)
+	if !e.RequestPlain {
+		n += validRaw(&e.Request)
+	}
+	n += validRaw(&e.Response)
 	copied := false
 	for i := range e.ToolTrace {
 		for j := range e.ToolTrace[i].ToolCalls {

@@ -15,8 +15,8 @@ const maxDepth = 10000
 // proxy validates every request body, and transcripts run to megabytes.
 func Valid(b []byte) bool {
 	v := validator{b: b}
-	i, ok := v.value(SkipSpace(b, 0), 0)
-	return ok && SkipSpace(b, i) == len(b)
+	i, ok := v.value(v.space(0), 0)
+	return ok && v.space(i) == len(b)
 }
 
 type validator struct {
@@ -24,6 +24,25 @@ type validator struct {
 	// member, when set, is called for each member of the top-level
 	// object (depth 1) once its value is validated (ValidWalk).
 	member func(key []byte, start, end int)
+	// high has the top bit of each byte set that a string held (or may
+	// have: bytes scanned past a string's end count too); breaks is set
+	// when the whitespace between tokens held a CR or LF. ValidWalk
+	// reports them; outside strings a valid document is ASCII, and a
+	// string holds no raw CR or LF.
+	high   uint64
+	breaks bool
+}
+
+// space is SkipSpace, noting a line break.
+func (v *validator) space(i int) int {
+	b := v.b
+	for i < len(b) && IsSpace(b[i]) {
+		if b[i] == '\n' || b[i] == '\r' {
+			v.breaks = true
+		}
+		i++
+	}
+	return i
 }
 
 func (v *validator) value(i, depth int) (int, bool) {
@@ -62,7 +81,7 @@ func (v *validator) object(i, depth int) (int, bool) {
 		return i, false
 	}
 	b := v.b
-	i = SkipSpace(b, i)
+	i = v.space(i)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
@@ -76,24 +95,24 @@ func (v *validator) object(i, depth int) (int, bool) {
 			return i, false
 		}
 		key := b[keyStart+1 : i-1]
-		i = SkipSpace(b, i)
+		i = v.space(i)
 		if i >= len(b) || b[i] != ':' {
 			return i, false
 		}
-		start := SkipSpace(b, i+1)
+		start := v.space(i + 1)
 		if i, ok = v.value(start, depth); !ok {
 			return i, false
 		}
 		if depth == 1 && v.member != nil {
 			v.member(key, start, i)
 		}
-		i = SkipSpace(b, i)
+		i = v.space(i)
 		if i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
 		case ',':
-			i = SkipSpace(b, i+1)
+			i = v.space(i + 1)
 		case '}':
 			return i + 1, true
 		default:
@@ -107,7 +126,7 @@ func (v *validator) array(i, depth int) (int, bool) {
 		return i, false
 	}
 	b := v.b
-	i = SkipSpace(b, i)
+	i = v.space(i)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, true
 	}
@@ -116,13 +135,13 @@ func (v *validator) array(i, depth int) (int, bool) {
 		if i, ok = v.value(i, depth); !ok {
 			return i, false
 		}
-		i = SkipSpace(b, i)
+		i = v.space(i)
 		if i >= len(b) {
 			return i, false
 		}
 		switch b[i] {
 		case ',':
-			i = SkipSpace(b, i+1)
+			i = v.space(i + 1)
 		case ']':
 			return i + 1, true
 		default:
@@ -135,11 +154,14 @@ func (v *validator) array(i, depth int) (int, bool) {
 // does not reject invalid UTF-8 (decoders replace it with U+FFFD).
 func (v *validator) str(i int) (int, bool) {
 	b := v.b
+	var high uint64 // every byte looked at, or'ed: is any not ASCII?
 	for i++; i < len(b); i++ {
 		// Skip eight bytes at a time to the next one that needs a look
 		// (a quote, a backslash or a control character).
 		for i+8 <= len(b) {
-			if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			high |= x
+			if m := special8(x); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -149,8 +171,10 @@ func (v *validator) str(i int) (int, bool) {
 			break
 		}
 		c := b[i]
+		high |= uint64(c)
 		switch {
 		case c == '"':
+			v.high |= high
 			return i + 1, true
 		case c < 0x20:
 			return i, false

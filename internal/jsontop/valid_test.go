@@ -48,7 +48,7 @@ func TestValidJSON(t *testing.T) {
 }
 
 func FuzzValid(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5e-3,"x\u0041",true,null]}`, `[{"b":{}}]`, `-0`, `"\ud800"`,
+	for _, s := range []string{`{"a":[1,2.5e-3,"x\u0041",true,null]}`, `[{"b":{}}]`, `-0`, `"\ud800"`, "{\"a\":\n1}", "[\"\xe2\x82\xac 12345678\"]", "\r\n\"abcdefgh\xff\"",
 		`{"messages":[{"role":"system","content":"x"}]}`, `[1,-2.5e3,"\u00e9",null]`, `{"a":tru}`, "\"\x01\"", ` 0 `} {
 		f.Add([]byte(s))
 	}
@@ -64,12 +64,20 @@ func FuzzValid(f *testing.F) {
 			start, end int
 		}
 		var got []member
-		valid, object := ValidWalk(b, func(key []byte, start, end int) { got = append(got, member{string(key), start, end}) })
+		valid, object, plain := ValidWalk(b, func(key []byte, start, end int) { got = append(got, member{string(key), start, end}) })
 		if valid != want {
 			t.Fatalf("ValidWalk(%q) valid = %v, encoding/json says %v", b, valid, want)
 		}
 		if !valid {
+			if plain {
+				t.Fatalf("ValidWalk(%q): plain, though invalid", b)
+			}
 			return
+		}
+		// plain: ASCII, no raw CR or LF, as scanning b again finds.
+		ascii := !slices.ContainsFunc(b, func(c byte) bool { return c >= 0x80 })
+		if wantPlain := ascii && !slices.Contains(b, '\n') && !slices.Contains(b, '\r'); plain != wantPlain {
+			t.Fatalf("ValidWalk(%q) plain = %v, want %v", b, plain, wantPlain)
 		}
 		var walked []member
 		isObject := Walk(b, func(key []byte, start, end int) bool {
@@ -92,6 +100,15 @@ func TestValidStringsAtEveryOffset(t *testing.T) {
 			want := json.Valid(s)
 			if got := Valid(s); got != want {
 				t.Fatalf("byte %#x at %d: Valid %v, encoding/json %v", c, pos, got, want)
+			}
+			// A byte that is not ASCII, wherever it falls, makes the
+			// document not plain; so does a line break between tokens.
+			_, _, plain := ValidWalk(s, nil)
+			if wantPlain := want && c < 0x80; plain != wantPlain {
+				t.Fatalf("byte %#x at %d: plain %v, want %v", c, pos, plain, wantPlain)
+			}
+			if _, _, plain := ValidWalk(append(s, '\n'), nil); plain {
+				t.Fatalf("byte %#x at %d: plain with a trailing newline", c, pos)
 			}
 		}
 	}

@@ -84,6 +84,13 @@ func benchRequest(model string, stream bool) []byte {
 	return []byte(`{"model":"` + model + `","stream":` + s + `,"temperature":0.2,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"` + pad + `"}]}`)
 }
 
+// bigRequest is a ~200 KB chat request: one long user message, as a
+// runner sends when it carries a long conversation or a document.
+func bigRequest(model string, _ bool) []byte {
+	pad := strings.Repeat("lorem ipsum dolor ", 200<<10/18)
+	return []byte(`{"model":"` + model + `","stream":false,"messages":[{"role":"user","content":"` + pad + `"}]}`)
+}
+
 type benchRig struct {
 	upstream, proxy string
 	client          *http.Client
@@ -312,7 +319,7 @@ func (d *discardWriter) Flush()                      {}
 // what remains is the proxy's own work (edge, identity, routing, rewrite,
 // relay, usage, audit), with its allocations.
 func BenchmarkHandlerNoNetwork(b *testing.B) {
-	for _, kind := range []string{"json", "json+history", "stream", "stream+history"} {
+	for _, kind := range []string{"json", "json+history", "stream", "stream+history", "200KB-json", "200KB-json+history"} {
 		b.Run(kind, func(b *testing.B) {
 			dir := b.TempDir()
 			root := filepath.Join(dir, "context")
@@ -327,7 +334,10 @@ func BenchmarkHandlerNoNetwork(b *testing.B) {
 				ct, payload = "text/event-stream", benchStream
 			}
 			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				// A RoundTripper closes the request body, as net/http's
+				// does: that returns a pooled body buffer.
 				_, _ = io.Copy(io.Discard, r.Body)
+				_ = r.Body.Close()
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}},
 					Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)), Request: r}, nil
 			})
@@ -337,6 +347,9 @@ func BenchmarkHandlerNoNetwork(b *testing.B) {
 				b.Fatal(err)
 			}
 			body := benchRequest("fake/gpt-fake", strings.HasPrefix(kind, "stream"))
+			if strings.HasPrefix(kind, "200KB") {
+				body = bigRequest("fake/gpt-fake", false)
+			}
 			req := httptest.NewRequest(http.MethodPost, pathChat, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceToken)
 			w := &discardWriter{h: http.Header{}}
@@ -368,7 +381,10 @@ func BenchmarkTracingCost(b *testing.B) {
 			writeFileB(b, filepath.Join(root, "alice", "metadata.json"), `{"token":"`+aliceToken+`"}`)
 			writeFileB(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"http://fake.invalid/v1","api_key":"k"}}}`)
 			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				// A RoundTripper closes the request body, as net/http's
+				// does: that returns a pooled body buffer.
 				_, _ = io.Copy(io.Discard, r.Body)
+				_ = r.Body.Close()
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 					Body: io.NopCloser(bytes.NewReader(benchResponse)), ContentLength: int64(len(benchResponse)), Request: r}, nil
 			})

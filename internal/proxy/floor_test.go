@@ -87,10 +87,6 @@ func newFloor(b *testing.B, upstream string) string {
 // clients, the provider and the proxies, so a proxy's own CPU is its
 // figure minus the direct path's.
 func BenchmarkFloor(b *testing.B) {
-	big := func(model string, _ bool) []byte {
-		pad := strings.Repeat("lorem ipsum dolor ", 200<<10/18)
-		return []byte(`{"model":"` + model + `","stream":false,"messages":[{"role":"user","content":"` + pad + `"}]}`)
-	}
 	cases := []struct {
 		name    string
 		c       int
@@ -99,7 +95,8 @@ func BenchmarkFloor(b *testing.B) {
 	}{
 		{"1 KB json c=1", 1, false, benchRequest},
 		{"1 KB json c=32", 32, false, benchRequest},
-		{"200 KB json c=8", 8, false, big},
+		{"200 KB json c=8", 8, false, bigRequest},
+		{"200 KB json c=64", 64, false, bigRequest},
 		{"stream c=16", 16, true, benchRequest},
 	}
 	for _, tc := range cases {

@@ -197,6 +197,7 @@ func (s *Server) openExchange(w http.ResponseWriter, r *http.Request, fi int, en
 		Stream:        info.Stream,
 		Original:      body,
 		Checked:       true, // scanRequest validated it
+		Plain:         info.Plain,
 		// The model is rewritten last, as the body leaves (upstreamBody):
 		// a passthrough body is then sent without a copy.
 		Body: body,

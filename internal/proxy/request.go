@@ -22,6 +22,9 @@ type requestInfo struct {
 	// MaxOutput is the request's cap on output tokens (max_tokens,
 	// max_completion_tokens, max_output_tokens); 0 when it sets none.
 	MaxOutput int
+	// Plain: the body is ASCII with no raw line break (jsontop.ValidWalk),
+	// which history would otherwise scan it again to learn.
+	Plain bool
 	// modelStart/modelEnd delimit the model value, quotes included.
 	modelStart, modelEnd int
 }
@@ -45,7 +48,7 @@ func scanRequest(body []byte, shape *jsontop.Shape) (requestInfo, error) {
 	var err error
 	// One pass validates the body and reads its members; the first
 	// problem with a member is reported only for a valid body.
-	valid, isObject := jsontop.ValidWalk(body, func(key []byte, start, end int) {
+	valid, isObject, plain := jsontop.ValidWalk(body, func(key []byte, start, end int) {
 		if err != nil {
 			return
 		}
@@ -87,6 +90,7 @@ func scanRequest(body []byte, shape *jsontop.Shape) (requestInfo, error) {
 	if info.modelEnd == 0 || info.Model == "" {
 		return info, badRequest(`"model" is required: a model name, or "<provider>/<model>"`)
 	}
+	info.Plain = plain
 	return info, nil
 }
 

@@ -168,6 +168,7 @@ func (f *Exchange) entry(now time.Time) history.Entry {
 	// check it again.
 	if x.Checked || jsontop.Valid(x.Original) {
 		h.Request, h.BodiesValid = x.Original, true
+		h.RequestPlain = x.Checked && x.Plain
 	}
 	switch {
 	case f.Failed:
