@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/durable"
 	"github.com/clawdapus/clawgo/internal/manifest"
 )
 
@@ -302,24 +303,9 @@ func prune(dir, root string, want map[string]bool) error {
 }
 
 // WriteAtomic writes data to full through a temporary file in the same
-// directory and a rename: a reader sees the old file or the new one,
-// never a part.
+// directory and a rename (durable.Replace): a reader sees the old file or
+// the new one, never a part, and the new one survives a crash once
+// WriteAtomic returned.
 func WriteAtomic(full string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(full), "."+filepath.Base(full)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), full)
+	return durable.Replace(full, "."+filepath.Base(full)+".tmp", mode, data)
 }

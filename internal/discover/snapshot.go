@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/capability"
+	"github.com/clawdapus/clawgo/internal/durable"
 )
 
 // Dir is where snapshots live, relative to the pod directory.
@@ -143,36 +144,15 @@ func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // Write puts data at dir/.claw-discovered/<service>.claw-describe.json
-// atomically (a temporary file in the same directory, synced, then
-// renamed) and returns the path relative to dir.
+// atomically and durably (durable.Replace) and returns the path relative
+// to dir.
 func Write(dir, service string, data []byte) (string, error) {
 	rel := SnapshotPath(service)
 	full := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(filepath.Dir(full), "."+service+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, full); err != nil {
+	if err := durable.Replace(full, "."+service+".tmp", 0o644, data); err != nil {
 		return "", err
 	}
 	return rel, nil

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/durable"
 )
 
 // Shared is a store of key state several replicas share (Redis: see
@@ -245,11 +247,8 @@ func (p *persister) write() error {
 	if err := os.MkdirAll(filepath.Dir(p.path), 0o700); err != nil {
 		return fmt.Errorf("key state: %w", err)
 	}
-	tmp := p.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("key state: %w", err)
-	}
-	if err := os.Rename(tmp, p.path); err != nil {
+	// Replaced whole and durably: a crash leaves the last state or this one.
+	if err := durable.Replace(p.path, "."+filepath.Base(p.path)+".tmp", 0o600, b); err != nil {
 		return fmt.Errorf("key state: %w", err)
 	}
 	return nil

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/clawdapus/clawgo/internal/durable"
 )
 
 // Local is a Store in one process: in files under a directory (cllama's
@@ -180,38 +182,7 @@ func (l *Local) write(e *localEntry, body []byte) error {
 	}
 	header = append(header, '\n')
 	e.header = int64(len(header))
-	tmp := filepath.Join(l.dir, tmpPrefix+e.handle)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("result store: %w", err)
-	}
-	_, err = f.Write(header)
-	if err == nil {
-		_, err = f.Write(body)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(l.dir, e.handle))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("result store: %w", err)
-	}
-	return syncDir(l.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+	if err := durable.Replace(filepath.Join(l.dir, e.handle), tmpPrefix+e.handle, 0o600, header, body); err != nil {
 		return fmt.Errorf("result store: %w", err)
 	}
 	return nil

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/clawdapus/clawgo/internal/durable"
 	"github.com/clawdapus/clawgo/internal/jsonl"
 )
 
@@ -339,7 +339,7 @@ func (l *FileLedger) compact() error {
 	l.pending = nil
 	l.mu.Unlock()
 	if err == nil {
-		err = writeDurably(l.path, b)
+		err = durableReplace(l.path, b)
 	}
 	if err != nil {
 		// The settlements go to the log instead; a rewrite is tried
@@ -359,44 +359,6 @@ func (l *FileLedger) compact() error {
 		return fmt.Errorf("%s: %w", l.logPath, err)
 	}
 	l.size, l.torn, l.compactAt = 0, false, compactBytes
-	return nil
-}
-
-// writeDurably replaces path with b: a temporary file in its directory,
-// fsync'ed, renamed over it, and the directory fsync'ed, so that path is
-// the old content or the new one whatever happens, and the new one once
-// it returns.
-func writeDurably(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		_ = os.Remove(name)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// Some filesystems cannot fsync a directory (EINVAL): the rename is
-	// as durable as they make it.
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
 	return nil
 }
 
@@ -489,4 +451,9 @@ func (l *FileLedger) Spent(_ context.Context, keys []string) ([]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// durableReplace replaces path with b (durable.Replace).
+func durableReplace(path string, b []byte) error {
+	return durable.Replace(path, tempPrefix, 0o600, b)
 }
