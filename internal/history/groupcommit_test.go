@@ -491,3 +491,38 @@ func TestIntervalSyncDoesNotHoldAppends(t *testing.T) {
 	close(bf.release)
 	waitFor(t, func() bool { return !w.isDirty("alice") })
 }
+
+// A batch whose sync fails and which cannot be cut back (the truncate
+// fails too) is left in the file whole: its entries all fail, and none is
+// written a second time. (Writing them again one at a time, as a batch
+// that was cut back is, recorded each twice.)
+func TestGroupCommitUncutBatchIsNotWrittenTwice(t *testing.T) {
+	capacity := int64(64 << 20)
+	w, g := gateWriter(t, &capacity)
+	rest := []Entry{sized("a", 4<<10), sized("b", 4<<10), sized("c", 4<<10)}
+	errs := appendsBehindGate(t, w, g, sized("first", 1<<10), rest, func() {
+		g.okSyncs, g.failSyncs = 1, 1 // the first entry's sync succeeds, the batch's fails
+		g.failTruncate = syscall.EIO
+	})
+	if errs[3] != nil {
+		t.Fatal(errs[3])
+	}
+	for i, err := range errs[:3] {
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("append of %s: %v, want the batch's EIO", rest[i].ID, err)
+		}
+	}
+	g.failTruncate = nil
+	if err := w.Append(sized("d", 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, id := range validLines(t, Path(w.dir, "alice")) {
+		if seen[id]++; seen[id] > 1 {
+			t.Fatalf("entry %s written twice", id)
+		}
+	}
+	if seen["first"] != 1 || seen["d"] != 1 {
+		t.Fatalf("acknowledged entries: %v", seen)
+	}
+}

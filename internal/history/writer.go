@@ -48,7 +48,8 @@ const FileName = "history.jsonl"
 //     to where it began, and its entries are then written one at a time
 //     as above: each gets the outcome it would have had alone (an entry
 //     that fits on a nearly full disk is written, the next one is not),
-//     and no partial entry is left.
+//     and no partial entry is left. If the batch cannot be cut back, every
+//     entry of it fails, so none is written twice.
 //   - A process crash (kill -9, OOM kill, panic): the write(2) of an
 //     acknowledged entry has completed, so the kernel has it. A write cut
 //     short by the crash leaves at most one partial last line per file,
@@ -400,7 +401,8 @@ func (af *agentFile) take() []*line {
 // commit writes a batch of entries and sets each one's outcome. A batch
 // that fails is cut back to where it began (write does), and its entries
 // are written again one at a time: each then gets the outcome it would
-// have had alone. af.mu is held.
+// have had alone. If the cut fails, they all fail with the batch (none is
+// written twice). af.mu is held.
 func (af *agentFile) commit(w *Writer, batch []*line) {
 	iov := af.iov[:0]
 	var n int64
@@ -410,7 +412,11 @@ func (af *agentFile) commit(w *Writer, batch []*line) {
 	}
 	// iov is a copy of the parts: writing consumes it.
 	err := af.write(w, iov, n)
-	if err == nil || len(batch) == 1 {
+	// Entries are written again one at a time only when the failed batch
+	// was cut back: if the cut failed (the file is torn), the batch's
+	// lines may be in the file whole, and writing them again would record
+	// them twice; each gets the batch's error, as one entry alone would.
+	if err == nil || len(batch) == 1 || af.torn {
 		for _, l := range batch {
 			l.err, l.done = err, true
 		}
