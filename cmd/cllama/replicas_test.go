@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,39 +19,14 @@ import (
 	"time"
 
 	"github.com/clawdapus/clawgo/internal/history"
+	"github.com/clawdapus/clawgo/internal/testproc"
 )
 
 // startRedis starts a redis-server of its own on a free loopback port, or
 // skips the test when the binary is not installed (.ci/run installs it).
 func startRedis(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (apt-get install redis-server); .ci/run installs it")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "redis://" + addr + "/0"
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("redis-server did not start")
-	return ""
+	return testproc.Redis(t)
 }
 
 type replica struct {

@@ -3,11 +3,8 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +17,7 @@ import (
 	"github.com/clawdapus/clawgo/internal/agentctx"
 	"github.com/clawdapus/clawgo/internal/approvals"
 	"github.com/clawdapus/clawgo/internal/manifest"
+	"github.com/clawdapus/clawgo/internal/testproc"
 	"github.com/clawdapus/clawgo/internal/toolexec"
 )
 
@@ -188,23 +186,12 @@ func TestAHeldToolsCallTimesOut(t *testing.T) {
 // With replicas, a decision through another cllama releases the
 // tools/call held here.
 func TestAHeldToolsCallIsReleasedByAnotherReplica(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	opt, err := redis.ParseURL(testproc.Redis(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	store := func(replica string) *approvals.Redis {
-		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+		c := redis.NewClient(opt)
 		t.Cleanup(func() { c.Close() })
 		var s *approvals.Redis
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

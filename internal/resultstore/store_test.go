@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawdapus/clawgo/internal/testproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,33 +63,13 @@ func stores(t *testing.T, limits Limits, fn func(t *testing.T, s Store, c *clock
 // binary is missing (.ci/run installs it).
 func redisClient(tb testing.TB) *redis.Client {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		tb.Skip("redis-server is not installed (apt-get install redis-server); .ci/run installs it")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	opt, err := redis.ParseURL(testproc.Redis(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if conn, err := net.Dial("tcp", addr); err == nil {
-			conn.Close()
-			rc := redis.NewClient(&redis.Options{Addr: addr})
-			tb.Cleanup(func() { _ = rc.Close() })
-			return rc
-		}
-	}
-	tb.Fatal("redis-server did not start")
-	return nil
+	rc := redis.NewClient(opt)
+	tb.Cleanup(func() { _ = rc.Close() })
+	return rc
 }
 
 func read(t *testing.T, s Store, scope Scope, h string) ([]byte, bool) {

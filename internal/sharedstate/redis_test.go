@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,38 +12,14 @@ import (
 
 	"github.com/clawdapus/clawgo/internal/mediate"
 	"github.com/clawdapus/clawgo/internal/owners"
+	"github.com/clawdapus/clawgo/internal/testproc"
 )
 
 // redisURL starts a redis-server of the test's own, with extra arguments,
 // or skips when the binary is missing (.ci/run installs it).
 func redisURL(tb testing.TB, extra ...string) string {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		tb.Skip("redis-server is not installed (apt-get install redis-server); .ci/run installs it")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir()}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "redis://" + addr + "/0"
-		}
-	}
-	tb.Fatal("redis-server did not start")
-	return ""
+	return testproc.Redis(tb, extra...)
 }
 
 func msgs(s ...string) []json.RawMessage {

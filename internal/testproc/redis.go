@@ -11,9 +11,9 @@ import (
 
 // Redis starts a redis-server of its own on a free loopback port, with
 // no persistence, stopped when tb ends, and returns its URL
-// (redis://127.0.0.1:PORT/0). Without redis-server the test is skipped,
-// saying how to install it.
-func Redis(tb testing.TB) string {
+// (redis://127.0.0.1:PORT/0); extra are more redis-server arguments.
+// Without redis-server the test is skipped, saying how to install it.
+func Redis(tb testing.TB, extra ...string) string {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -25,7 +25,8 @@ func Redis(tb testing.TB) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
