@@ -30,7 +30,8 @@ func BenchmarkIdleRSS(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	bin := buildCllama(ctx, b, dir)
+	// The binary as the pod image ships it (static, stripped).
+	bin := buildAsImage(ctx, b, filepath.Join(dir, "cllama"), ".")
 	// One server is the provider and the tool service (/ping).
 	svc := httptest.NewServer(http.HandlerFunc(floorService))
 	b.Cleanup(svc.Close)
