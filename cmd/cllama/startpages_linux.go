@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/clawdapus/clawgo/internal/proxy"
 )
 
 // releaseStartPages gives back the memory that starting cllama took and
@@ -31,13 +32,13 @@ import (
 //     holding nothing but the file's content are touched (smaps
 //     "Anonymous: 0 kB": no page of them was ever written, as relocations
 //     would), so nothing is lost.
-//   - The heap that start-up left as garbage (debug.FreeOSMemory).
+//   - The heap that start-up left as garbage (proxy.FreeHeap).
 //
 // It returns how many bytes of mappings it advised. Kernels before 5.4
 // have no MADV_PAGEOUT: MADV_DONTNEED still applies, and the error says
 // so.
 func releaseStartPages() (int64, error) {
-	debug.FreeOSMemory()
+	proxy.FreeHeap()
 	return releaseExecutable(true)
 }
 

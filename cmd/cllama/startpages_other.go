@@ -2,12 +2,12 @@
 
 package main
 
-import "runtime/debug"
+import "github.com/clawdapus/clawgo/internal/proxy"
 
 // releaseStartPages returns the heap that start-up left as garbage. (On
 // Linux it also gives back the executable's pages that only start-up read.)
 func releaseStartPages() (int64, error) {
-	debug.FreeOSMemory()
+	proxy.FreeHeap()
 	return 0, nil
 }
 

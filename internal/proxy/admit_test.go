@@ -5,11 +5,13 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/clawdapus/clawgo/internal/audit"
 )
@@ -234,4 +236,19 @@ func TestAdmissionTrimsOnceIdle(t *testing.T) {
 	if n := idles.Load(); n != 2 {
 		t.Fatalf("Options.Idle ran %d times for two idle trims", n)
 	}
+}
+
+// What a sync.Pool holds when traffic stops (connection and body buffers)
+// is given back by the trim, not kept until a later collection.
+func TestFreeHeapFreesWhatPoolsHold(t *testing.T) {
+	var pool sync.Pool
+	buf := new([1 << 20]byte)
+	held := weak.Make(buf)
+	pool.Put(buf)
+	buf = nil
+	FreeHeap()
+	if held.Value() != nil {
+		t.Fatal("a buffer left in a pool is still live after the trim")
+	}
+	runtime.KeepAlive(&pool)
 }
