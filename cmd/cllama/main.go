@@ -158,7 +158,7 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		ready()
 	}
 	fmt.Fprintf(stderr, "cllama: listening on %s (pod %q, context %s, providers: %s, history: %s)\n",
-		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), orOff(cfg.HistoryDir))
+		ln.Addr(), cfg.Pod, cfg.ContextRoot, srv.Providers(), historyOf(cfg.HistoryDir, st.history.Files()))
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
@@ -209,6 +209,15 @@ func serveOn(ctx context.Context, ln net.Listener, cfg proxy.Config, aud *audit.
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// historyOf says where history goes, and over how many files an agent's
+// may be spread when more than one.
+func historyOf(dir string, files int) string {
+	if dir == "" || files <= 1 {
+		return orOff(dir)
+	}
+	return fmt.Sprintf("%s, up to %d files per agent", dir, files)
 }
 
 func orOff(s string) string {

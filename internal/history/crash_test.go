@@ -563,7 +563,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func (w *Writer) isDirty(agent string) bool {
 	w.mu.Lock()
-	af := w.files[agent]
+	af := w.files[agent].open[0]
 	w.mu.Unlock()
 	af.mu.Lock()
 	defer af.mu.Unlock()

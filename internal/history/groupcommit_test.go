@@ -75,11 +75,12 @@ func gateWriter(t *testing.T, capacity *int64) (*Writer, *gateFile) {
 // queued is how many entries wait for alice's file to be written.
 func (w *Writer) queued() int {
 	w.mu.Lock()
-	af := w.files["alice"]
+	fs := w.files["alice"]
 	w.mu.Unlock()
-	if af == nil {
+	if fs == nil {
 		return 0
 	}
+	af := fs.open[0]
 	af.qmu.Lock()
 	defer af.qmu.Unlock()
 	return len(af.queue)
@@ -400,9 +401,11 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 		name string
 		o    WriterOptions
 	}{{"interval", WriterOptions{}}, {"always", WriterOptions{Sync: SyncAlways}}} {
-		for _, c := range []int{1, 8, 64} {
-			b.Run(fmt.Sprintf("%s/200KB/c=%d", mode.name, c), func(b *testing.B) {
-				w, err := NewWriterWith(b.TempDir(), mode.o)
+		for _, run := range []struct{ files, c int }{{1, 1}, {1, 8}, {1, 64}, {4, 8}, {4, 64}} {
+			b.Run(fmt.Sprintf("%s/200KB/files=%d/c=%d", mode.name, run.files, run.c), func(b *testing.B) {
+				o := mode.o
+				o.Files = run.files
+				w, err := NewWriterWith(b.TempDir(), o)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -411,7 +414,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 				var next sync.Mutex
 				n := 0
 				var wg sync.WaitGroup
-				for range c {
+				for range run.c {
 					wg.Go(func() {
 						for {
 							next.Lock()

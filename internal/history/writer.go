@@ -6,9 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +16,9 @@ import (
 // FileName is the per-agent history file under <dir>/<agent-id>/.
 const FileName = "history.jsonl"
 
-// Writer appends entries to <dir>/<agent-id>/history.jsonl, one line each.
+// Writer appends entries to <dir>/<agent-id>/history.jsonl, one line each
+// (and to history+1.jsonl, … when an agent's entries come faster than one
+// file takes them: WriterOptions.Files).
 // Files are created 0600 and directories 0700: history holds prompts and
 // answers. A Writer is safe for concurrent use; one Writer (one process)
 // owns a history directory.
@@ -79,7 +78,7 @@ type Writer struct {
 	openFile func(path string) (appendFile, error)
 
 	mu    sync.Mutex
-	files map[string]*agentFile
+	files map[string]*agentFiles
 	// stop ends the background syncer (SyncInterval); done is closed when
 	// it has.
 	stop, done chan struct{}
@@ -117,6 +116,15 @@ type WriterOptions struct {
 	// cllama replicas sharing one history directory never write the same
 	// file (readers merge them; see Paths).
 	Replica string
+	// Files is how many files one agent's entries may be spread over
+	// (default 1). The kernel writes to one file one write at a time, so
+	// one file bounds an agent's history to what one core copies into the
+	// page cache; with more, an entry that arrives while every open file
+	// is being written opens the next (history+1.jsonl, history+2.jsonl,
+	// …; history.<replica>+1.jsonl for a replica), up to Files. An agent
+	// whose appends never overlap a write keeps one file. Readers merge
+	// them (Paths, ReadAgent).
+	Files int
 	// OnRepair is told when opening an agent's file cut a partial last
 	// line off it (a write a crash cut short), before the file is
 	// appended to.
@@ -197,7 +205,10 @@ func NewWriterWith(dir string, o WriterOptions) (*Writer, error) {
 	if o.Replica != "" && !validReplica(o.Replica) {
 		return nil, fmt.Errorf("history: replica id %q: use 1-64 letters, digits, '.', '_' or '-'", o.Replica)
 	}
-	w := &Writer{dir: dir, opts: o, openFile: openAppend, files: make(map[string]*agentFile)}
+	if o.Files <= 0 {
+		o.Files = 1
+	}
+	w := &Writer{dir: dir, opts: o, openFile: openAppend, files: make(map[string]*agentFiles)}
 	if o.Sync == SyncInterval {
 		w.stop, w.done = make(chan struct{}), make(chan struct{})
 		go w.syncLoop()
@@ -227,12 +238,7 @@ func (w *Writer) syncLoop() {
 // take a second's entries, and appends go on meanwhile (one that comes
 // during it marks the file again, for the next interval).
 func (w *Writer) syncDirty() error {
-	w.mu.Lock()
-	files := make([]*agentFile, 0, len(w.files))
-	for _, af := range w.files {
-		files = append(files, af)
-	}
-	w.mu.Unlock()
+	files := w.openFiles()
 	var errs []error
 	for _, af := range files {
 		af.mu.Lock()
@@ -250,52 +256,6 @@ func (w *Writer) syncDirty() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func openAppend(path string) (appendFile, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
-}
-
-// Path returns the history file of agentID under dir.
-func Path(dir, agentID string) string { return filepath.Join(dir, agentID, FileName) }
-
-// validReplica reports whether id may be a replica id (it is part of a
-// file name): ^[a-zA-Z0-9_.-]{1,64}$, as a loop rather than a regexp
-// compiled as cllama starts (the fuzz test holds it to the pattern).
-func validReplica(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// ReplicaFileName is a replica's history file name.
-func ReplicaFileName(replica string) string { return "history." + replica + ".jsonl" }
-
-// Paths are an agent's history files under dir: history.jsonl and every
-// replica's history.<replica>.jsonl, sorted; none when it has none.
-func Paths(dir, agentID string) ([]string, error) {
-	des, err := os.ReadDir(filepath.Join(dir, agentID))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	var out []string
-	for _, de := range des {
-		n := de.Name()
-		if de.Type().IsRegular() && (n == FileName || strings.HasPrefix(n, "history.") && strings.HasSuffix(n, ".jsonl")) {
-			out = append(out, filepath.Join(dir, agentID, n))
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // Append writes e as one line. It fills ID (a fresh random id) and Timestamp
@@ -328,7 +288,7 @@ func (w *Writer) Append(e Entry) error {
 	for _, p := range l.parts {
 		l.n += int64(len(p))
 	}
-	af, err := w.file(e.AgentID)
+	af, err := w.pick(e.AgentID)
 	if err != nil {
 		return err
 	}
@@ -525,74 +485,6 @@ func terminate(f appendFile) (int64, error) {
 	return size + 1, nil
 }
 
-// file returns the open history file of an agent, opening it once. A file
-// left with a partial last line (a crash mid-write) has it cut off first,
-// so the next entry starts on a line of its own; the cut is reported to
-// OnRepair.
-func (w *Writer) file(agentID string) (*agentFile, error) {
-	af, cut, err := w.openLocked(agentID)
-	if cut.Bytes > 0 && w.opts.OnRepair != nil {
-		w.opts.OnRepair(agentID, cut)
-	}
-	return af, err
-}
-
-// openLocked is file under w.mu, returning what opening the file cut
-// (even when it then fails).
-func (w *Writer) openLocked(agentID string) (*agentFile, jsonl.Cut, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if af := w.files[agentID]; af != nil {
-		return af, jsonl.Cut{}, nil
-	}
-	dir := filepath.Join(w.dir, agentID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, jsonl.Cut{}, fmt.Errorf("history: %w", err)
-	}
-	name := FileName
-	if w.opts.Replica != "" {
-		name = ReplicaFileName(w.opts.Replica)
-	}
-	f, err := w.openFile(filepath.Join(dir, name))
-	if err != nil {
-		return nil, jsonl.Cut{}, fmt.Errorf("history: %w", err)
-	}
-	af := &agentFile{f: f, agent: agentID}
-	cut, err := af.repairTail()
-	if err != nil {
-		// Retried before the first entry is written.
-		cut, af.size, af.torn = jsonl.Cut{}, -1, true
-	} else {
-		af.size = cut.Offset
-	}
-	if w.opts.Sync != SyncNever {
-		// A new file (and a new agent directory) must survive a power
-		// loss too: sync the directories that name them.
-		if err := syncDirs(dir, w.dir); err != nil {
-			_ = f.Close()
-			return nil, cut, fmt.Errorf("history: %w", err)
-		}
-	}
-	w.files[agentID] = af
-	return af, cut, nil
-}
-
-// syncDirs fsyncs each directory.
-func syncDirs(dirs ...string) error {
-	for _, d := range dirs {
-		f, err := os.Open(d)
-		if err != nil {
-			return err
-		}
-		err = f.Sync()
-		_ = f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Close fsyncs what the background syncer has not yet (SyncInterval) and
 // closes every open file. Appends after Close reopen files but are no
 // longer synced in the background.
@@ -612,10 +504,14 @@ func (w *Writer) Close() error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id, af := range w.files {
-		af.mu.Lock()
-		errs = append(errs, af.f.Close())
-		af.mu.Unlock()
+	for id, fs := range w.files {
+		fs.mu.Lock()
+		for _, af := range fs.open {
+			af.mu.Lock()
+			errs = append(errs, af.f.Close())
+			af.mu.Unlock()
+		}
+		fs.mu.Unlock()
 		delete(w.files, id)
 	}
 	return errors.Join(errs...)

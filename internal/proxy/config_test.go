@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,27 @@ func TestUpstreamClientSwitch(t *testing.T) {
 	}
 }
 
+// An agent's history is spread over one file per four cores unless
+// configured.
+func TestHistoryFiles(t *testing.T) {
+	c, err := LoadConfig(nil, []string{"CLLAMA_HISTORY_FILES=3"}, io.Discard)
+	if err != nil || c.HistoryFilesOrAuto() != 3 {
+		t.Fatalf("files %d: %v", c.HistoryFilesOrAuto(), err)
+	}
+	c, err = LoadConfig([]string{"-history-files", "0"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for procs, want := range map[int]int{1: 1, 2: 1, 7: 1, 8: 2, 16: 4, 64: 8} {
+		old := runtime.GOMAXPROCS(procs)
+		got := c.HistoryFilesOrAuto()
+		runtime.GOMAXPROCS(old)
+		if got != want {
+			t.Errorf("GOMAXPROCS %d: %d files, want %d", procs, got, want)
+		}
+	}
+}
+
 func TestLoadConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -106,6 +128,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{[]string{"-max-body-bytes", "0"}, nil, "must be > 0"},
 		{nil, []string{"CLLAMA_HISTORY_FSYNC=sometimes"}, "CLLAMA_HISTORY_FSYNC"},
 		{[]string{"-history-fsync", "0s"}, nil, "-history-fsync"},
+		{nil, []string{"CLLAMA_HISTORY_FILES=0"}, "CLLAMA_HISTORY_FILES"},
+		{nil, []string{"CLLAMA_HISTORY_FILES=65"}, "CLLAMA_HISTORY_FILES"},
+		{[]string{"-history-files", "-1"}, nil, "-history-files"},
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=1e5"}, "CLLAMA_STORED_IDS_MAX"},
 		{nil, []string{"CLLAMA_STORED_IDS_MAX=0"}, "CLLAMA_STORED_IDS_MAX"},
 		{[]string{"-stored-ids-max", "-1"}, nil, "-stored-ids-max"},

@@ -20,7 +20,8 @@ import (
 // a Writer opened there, which it also returns for the caller to close
 // (nil when history is off). The Writer syncs as cfg.HistoryFsync says
 // (onSyncError, when set, hears a failed background sync), names its
-// files after cfg.HistoryReplica, and reports a partial last line a crash
+// files after cfg.HistoryReplica, spreads an agent's entries over up to
+// cfg.HistoryFilesOrAuto files, and reports a partial last line a crash
 // left, cut off when a file is first opened, as an audit event through
 // the recorder. This is the one place session history is opened.
 func OpenRecorder(cfg Config, log *audit.Logger, onSyncError func(error)) (*recorder.Recorder, *history.Writer, error) {
@@ -32,7 +33,7 @@ func OpenRecorder(cfg Config, log *audit.Logger, onSyncError func(error)) (*reco
 	if err != nil {
 		return nil, nil, fmt.Errorf("CLLAMA_HISTORY_FSYNC: %w", err)
 	}
-	o.OnSyncError, o.Replica = onSyncError, cfg.HistoryReplica()
+	o.OnSyncError, o.Replica, o.Files = onSyncError, cfg.HistoryReplica(), cfg.HistoryFilesOrAuto()
 	// rec is set before any file is opened: files open on their first
 	// entry, which comes through rec.
 	var rec *recorder.Recorder

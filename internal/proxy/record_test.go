@@ -18,9 +18,12 @@ func TestOpenRecorderHistory(t *testing.T) {
 	torn := filepath.Join(dir, "alice", history.ReplicaFileName("r1"))
 	writeFile(t, torn, `{"id":"req_1","agent_id":"alice"}`+"\n"+`{"id":"req_2","ag`)
 	log := &syncBuffer{}
-	rec, hw, err := OpenRecorder(Config{HistoryDir: dir, ReplicaID: "r1"}, audit.New(log), nil)
+	rec, hw, err := OpenRecorder(Config{HistoryDir: dir, ReplicaID: "r1", HistoryFiles: 3}, audit.New(log), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hw.Files() != 3 {
+		t.Fatalf("history spread over up to %d files, want 3 (CLLAMA_HISTORY_FILES)", hw.Files())
 	}
 	if err := rec.Append(history.Entry{ID: "req_3", AgentID: "alice", Format: "openai", Status: history.StatusOK}); err != nil {
 		t.Fatal(err)
