@@ -33,7 +33,10 @@ import (
 // With CLLAMA_BENCH_BEFORE naming another cllama binary (an earlier
 // build), it runs beside the others in the same rounds and gets a row of
 // its own, "(before)", with its figures in cllama's columns: a change's
-// effect measured in one run, on the same machine noise.
+// effect measured in one run, on the same machine noise. With
+// CLLAMA_BENCH_ENV (KEY=VALUE settings separated by spaces), cllama's row
+// runs with those settings and "(before)" without: a setting's effect,
+// with CLLAMA_BENCH_BEFORE naming the same build.
 //
 //	go test -run '^$' -bench FloorProcess -benchtime 1x ./cmd/cllama/
 func BenchmarkFloorProcess(b *testing.B) {
@@ -57,8 +60,9 @@ func BenchmarkFloorProcess(b *testing.B) {
 	write(b, filepath.Join(root, "t", "tools.json"), `{"version":1,"tools":[{"name":"desk.ping","description":"ping","inputSchema":{"type":"object","properties":{}},
 	 "execution":{"transport":"http","service":"desk","base_url":"`+svc.URL+`","method":"POST","path":"/ping"}}]}`)
 	write(b, filepath.Join(dir, "auth", "providers.json"), `{"providers":{"fake":{"base_url":"`+svc.URL+`/v1","api_key":"k"}}}`)
-	cl := startCllama(ctx, b, bin, "CLAW_CONTEXT_ROOT="+root, "CLAW_AUTH_DIR="+filepath.Join(dir, "auth"),
-		"CLAW_SESSION_HISTORY_DIR="+filepath.Join(dir, "history"), "CLLAMA_STATE_DIR="+filepath.Join(dir, "state"))
+	cl := startCllama(ctx, b, bin, append([]string{"CLAW_CONTEXT_ROOT=" + root, "CLAW_AUTH_DIR=" + filepath.Join(dir, "auth"),
+		"CLAW_SESSION_HISTORY_DIR=" + filepath.Join(dir, "history"), "CLLAMA_STATE_DIR=" + filepath.Join(dir, "state")},
+		strings.Fields(os.Getenv("CLLAMA_BENCH_ENV"))...)...)
 	// The same cllama with its cleartext upstreams on net/http
 	// (CLLAMA_UPSTREAM_CLIENT=net/http): how much of the difference is
 	// internal/h1's.
