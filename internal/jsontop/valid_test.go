@@ -49,7 +49,8 @@ func TestValidJSON(t *testing.T) {
 
 func FuzzValid(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2.5e-3,"x\u0041",true,null]}`, `[{"b":{}}]`, `-0`, `"\ud800"`, "{\"a\":\n1}", "[\"\xe2\x82\xac 12345678\"]", "\r\n\"abcdefgh\xff\"",
-		`{"messages":[{"role":"system","content":"x"}]}`, `[1,-2.5e3,"\u00e9",null]`, `{"a":tru}`, "\"\x01\"", ` 0 `} {
+		`{"messages":[{"role":"system","content":"x"}]}`, `[1,-2.5e3,"\u00e9",null]`, `{"a":tru}`, "\"\x01\"", ` 0 `,
+		`["` + strings.Repeat("abcdefgh", 9) + `\n` + strings.Repeat("x", 40) + "\xc3\xa9" + strings.Repeat("y", 33) + `"]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -91,11 +92,11 @@ func FuzzValid(f *testing.F) {
 }
 
 // The eight-byte scan must stop at every byte that matters, wherever it
-// falls in a word.
+// falls in a word or in the tail after the last whole one.
 func TestValidStringsAtEveryOffset(t *testing.T) {
 	for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xff, 'a'} {
-		for pos := range 20 {
-			s := []byte(`"` + strings.Repeat("a", 20) + `"`)
+		for pos := range 100 {
+			s := []byte(`"` + strings.Repeat("a", 100) + `"`)
 			s[1+pos] = c
 			want := json.Valid(s)
 			if got := Valid(s); got != want {
@@ -120,6 +121,8 @@ func BenchmarkValid(b *testing.B) {
 		{"escapes", `{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet \u00e9 \"q\""},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`},
 		// A transcript: messages of a few hundred bytes of plain text.
 		{"transcript", `{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("portfolio context and a question about positions ", 5)+`"},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`},
+		// One 200 KB message of plain text, as a pasted document.
+		{"200KB", `{"model":"fake/gpt","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor ", 200<<10/18) + `"}]}`},
 	}
 	for _, d := range docs {
 		doc := []byte(d.doc)
