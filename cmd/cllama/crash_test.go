@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,7 +33,8 @@ var crashAgents = []string{"alice", "bob"}
 // JSON, and each partial last line the restart cut (a kill's, and the
 // ones planted in history, the stored-responses log and the continuity
 // log) is named in a file_repaired audit event with its file, offset and
-// bytes.
+// bytes. An agent's history may be spread over three files
+// (CLLAMA_HISTORY_FILES): each is repaired alike, and no entry is in two.
 func TestKill9RepairsFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kills it again and again")
@@ -47,7 +49,7 @@ func TestKill9RepairsFiles(t *testing.T) {
 	}
 	histDir := filepath.Join(dir, "history")
 	env := []string{"CLAW_CONTEXT_ROOT=" + filepath.Join(dir, "context"), "CLAW_AUTH_DIR=" + dir, "CLAW_POD=desk",
-		"CLAW_SESSION_HISTORY_DIR=" + histDir, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + up.URL + "/v1"}
+		"CLAW_SESSION_HISTORY_DIR=" + histDir, "CLLAMA_HISTORY_FILES=3", "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + up.URL + "/v1"}
 
 	const kills = 8
 	acked := map[string]string{} // request id → agent
@@ -61,7 +63,8 @@ func TestKill9RepairsFiles(t *testing.T) {
 		repairs = append(repairs, fileRepairs(t, out)...)
 	}
 	for _, e := range repairs {
-		if e.Bytes == nil || *e.Bytes <= 0 || e.Offset == nil || e.File != history.Path(histDir, e.ClawID) {
+		paths, _ := history.Paths(histDir, e.ClawID)
+		if e.Bytes == nil || *e.Bytes <= 0 || e.Offset == nil || !slices.Contains(paths, e.File) {
 			t.Errorf("a restart reported %+v", e)
 		}
 	}
@@ -130,14 +133,23 @@ func TestKill9RepairsFiles(t *testing.T) {
 			t.Errorf("%s: restart reported offset and bytes %v, want %v", path, got[path], w)
 		}
 	}
-	found := 0
+	found, files := 0, 0
 	for _, a := range crashAgents {
-		found += checkHistory(t, history.Path(histDir, a), acked)
+		paths, err := history.Paths(histDir, a)
+		if err != nil || len(paths) == 0 || len(paths) > 3 {
+			t.Fatalf("%s's history files: %v (%v), want one to three", a, paths, err)
+		}
+		seen := map[string]bool{}
+		for _, p := range paths {
+			found += checkHistory(t, p, acked, seen)
+		}
+		files += len(paths)
 	}
 	if found != len(acked) {
 		t.Fatalf("%d of %d exchanges the runners saw complete are in history", found, len(acked))
 	}
-	t.Logf("%d kills, %d exchanges acknowledged, all in history; %d partial lines cut by the restarts after kills", kills, len(acked), len(repairs))
+	t.Logf("%d kills, %d exchanges acknowledged, all in history (%d files for %d agents); %d partial lines cut by the restarts after kills",
+		kills, len(acked), files, len(crashAgents), len(repairs))
 }
 
 // chunkedModel is an OpenAI-format upstream answering every request with
@@ -257,9 +269,10 @@ func fileRepairs(t *testing.T, path string) []audit.Event {
 }
 
 // checkHistory checks that every line of a history file is whole and
-// valid JSON, and no entry is there twice; it returns how many of the
-// acknowledged entries it holds.
-func checkHistory(t *testing.T, path string, acked map[string]string) int {
+// valid JSON, and no entry is there twice or in another of the agent's
+// files (seen, which it adds to); it returns how many of the acknowledged
+// entries it holds.
+func checkHistory(t *testing.T, path string, acked map[string]string, seen map[string]bool) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -268,7 +281,6 @@ func checkHistory(t *testing.T, path string, acked map[string]string) int {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		t.Errorf("%s does not end with a whole line", path)
 	}
-	seen := map[string]bool{}
 	found := 0
 	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
 		var e struct {

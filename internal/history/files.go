@@ -127,7 +127,13 @@ func (w *Writer) file(agentID string) (*agentFile, error) {
 	return fs.open[0], nil
 }
 
-// agent returns an agent's files, opening its first one once.
+// agent returns an agent's files, opening its first one once. The
+// further files an earlier run spread the agent's entries over are opened
+// with it, so a partial last line a crash left in any of them is cut (and
+// reported) then, not only once the agent's load opens that file again;
+// those this Writer may use stay open as its files, the others (Files
+// was larger before) are closed once repaired. One that cannot be opened
+// is left until pick opens it.
 func (w *Writer) agent(agentID string) (*agentFiles, error) {
 	w.mu.Lock()
 	fs := w.files[agentID]
@@ -136,13 +142,52 @@ func (w *Writer) agent(agentID string) (*agentFiles, error) {
 		return fs, nil
 	}
 	af, cut, err := w.open(agentID, 0)
-	if err == nil {
-		fs = &agentFiles{open: []*agentFile{af}, spread: w.opts.Files > 1}
-		w.files[agentID] = fs
+	if err != nil {
+		w.mu.Unlock()
+		w.repaired(agentID, cut)
+		return nil, err
 	}
+	fs = &agentFiles{open: []*agentFile{af}, spread: w.opts.Files > 1}
+	cuts := []jsonl.Cut{cut}
+	for _, k := range w.spreadFiles(agentID) {
+		more, cut, err := w.open(agentID, k)
+		cuts = append(cuts, cut)
+		switch {
+		case err != nil:
+		case k == len(fs.open) && k < w.opts.Files:
+			fs.open = append(fs.open, more)
+		default:
+			_ = more.f.Close()
+		}
+	}
+	w.files[agentID] = fs
 	w.mu.Unlock()
-	w.repaired(agentID, cut)
-	return fs, err
+	for _, c := range cuts {
+		w.repaired(agentID, c)
+	}
+	return fs, nil
+}
+
+// spreadFiles are the numbers (1 and up, in order) of the further files
+// of agentID that this Writer's name (its replica's) has on disk.
+func (w *Writer) spreadFiles(agentID string) []int {
+	des, err := os.ReadDir(filepath.Join(w.dir, agentID))
+	if err != nil {
+		return nil
+	}
+	prefix := strings.TrimSuffix(FileNameOf(w.opts.Replica, 0), ".jsonl") + "+"
+	var ks []int
+	for _, de := range des {
+		rest, ok := strings.CutPrefix(de.Name(), prefix)
+		if !ok || !de.Type().IsRegular() {
+			continue
+		}
+		if k, err := strconv.Atoi(strings.TrimSuffix(rest, ".jsonl")); err == nil && k > 0 && de.Name() == FileNameOf(w.opts.Replica, k) {
+			ks = append(ks, k)
+		}
+	}
+	sort.Ints(ks)
+	return ks
 }
 
 // pick returns the file an entry of agentID goes to: with one file, that

@@ -288,3 +288,56 @@ func FuzzIsFileName(f *testing.F) {
 		}
 	})
 }
+
+// The further files an earlier run spread an agent over are repaired when
+// the agent's first entry opens its files, with or without load: those
+// this Writer may use are kept open, one beyond its Files is repaired and
+// left alone.
+func TestSpreadRepairsEveryFileOnFirstUse(t *testing.T) {
+	dir := t.TempDir()
+	torn := map[string]string{
+		FileNameOf("", 1): `{"id":"a","agent_id":"alice"}` + "\n" + `{"id":"cut`,
+		FileNameOf("", 3): `{"id":"b","agent_id":"alice"}` + "\n" + `{"id":"cut too`,
+		FileNameOf("r0", 1): `{"id":"c","agent_id":"alice"}` + "\n" + `{"id":"another replica's`,
+	}
+	for name, content := range torn {
+		p := filepath.Join(dir, "alice", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cut []string
+	w, err := NewWriterWith(dir, WriterOptions{Files: 2, Sync: SyncNever, OnRepair: func(_ string, c jsonl.Cut) { cut = append(cut, filepath.Base(c.Path)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(Entry{ID: "new", AgentID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.openCount("alice"); got != 2 {
+		t.Errorf("%d files open, want history.jsonl and history+1.jsonl", got)
+	}
+	_ = w.Close()
+	slices.Sort(cut)
+	if want := []string{"history+1.jsonl", "history+3.jsonl"}; !slices.Equal(cut, want) {
+		t.Fatalf("cut %v, want %v (another replica's file is its own)", cut, want)
+	}
+	for name, want := range map[string]int{FileNameOf("", 0): 1, FileNameOf("", 1): 1, FileNameOf("", 3): 1} {
+		if got := validLines(t, filepath.Join(dir, "alice", name)); len(got) != want {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}
+
+// openCount is how many files of agent the Writer has open.
+func (w *Writer) openCount(agent string) int {
+	w.mu.Lock()
+	fs := w.files[agent]
+	w.mu.Unlock()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return len(fs.open)
+}
