@@ -296,8 +296,8 @@ func FuzzIsFileName(f *testing.F) {
 func TestSpreadRepairsEveryFileOnFirstUse(t *testing.T) {
 	dir := t.TempDir()
 	torn := map[string]string{
-		FileNameOf("", 1): `{"id":"a","agent_id":"alice"}` + "\n" + `{"id":"cut`,
-		FileNameOf("", 3): `{"id":"b","agent_id":"alice"}` + "\n" + `{"id":"cut too`,
+		FileNameOf("", 1):   `{"id":"a","agent_id":"alice"}` + "\n" + `{"id":"cut`,
+		FileNameOf("", 3):   `{"id":"b","agent_id":"alice"}` + "\n" + `{"id":"cut too`,
 		FileNameOf("r0", 1): `{"id":"c","agent_id":"alice"}` + "\n" + `{"id":"another replica's`,
 	}
 	for name, content := range torn {
