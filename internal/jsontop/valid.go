@@ -1,6 +1,7 @@
 package jsontop
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -157,8 +158,16 @@ func (v *validator) str(i int) (int, bool) {
 	var high uint64 // every byte looked at, or'ed: is any not ASCII?
 	for i++; i < len(b); i++ {
 		// Skip eight bytes at a time to the next one that needs a look
-		// (a quote, a backslash or a control character).
-		for i+8 <= len(b) {
+		// (a quote, a backslash or a control character). A run longer
+		// than 16 words (message content: long runs of plain text) is
+		// skipped by nextSpecial instead.
+		for n := 0; i+8 <= len(b); n++ {
+			if n == 16 {
+				var h uint64
+				i, h = nextSpecial(b, i)
+				high |= h
+				break
+			}
 			x := binary.LittleEndian.Uint64(b[i:])
 			high |= x
 			if m := special8(x); m != 0 {
@@ -196,6 +205,53 @@ func (v *validator) str(i int) (int, bool) {
 		}
 	}
 	return i, false
+}
+
+// nextSpecial returns the index of the first quote, backslash or control
+// character at or after b[i] (len(b) when there is none), and the bytes
+// before it or'ed together (as str's high; bytes past it may count too).
+// The quote and the backslash are found by bytes.IndexByte, which scans
+// many bytes an instruction; control characters, between them, by a test
+// of eight bytes at a time half as long as special8. It looks in windows
+// that start at 256 bytes and double while they hold none of the three: a
+// search never runs far past the byte that ends the run, so a string of
+// many short runs between escapes costs linear time.
+func nextSpecial(b []byte, i int) (int, uint64) {
+	const (
+		ones = 0x0101010101010101
+		top  = 0x8080808080808080
+	)
+	var high uint64
+	for window := 256; ; window = min(window*2, 64<<10) {
+		end := min(len(b), i+window)
+		// Escapes come many to a string, its closing quote once: the
+		// backslash is looked for first, the quote only before it.
+		stop := end
+		if e := bytes.IndexByte(b[i:end], '\\'); e >= 0 {
+			stop = i + e
+		}
+		if q := bytes.IndexByte(b[i:stop], '"'); q >= 0 {
+			stop = i + q
+		}
+		for ; i+8 <= stop; i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			high |= x
+			// The lowest set bit, if any, is the top bit of the first
+			// byte below 0x20 (a borrow may set bits above it).
+			if m := (x - ones*0x20) & ^x & top; m != 0 {
+				return i + bits.TrailingZeros64(m)>>3, high
+			}
+		}
+		for ; i < stop; i++ {
+			high |= uint64(b[i])
+			if b[i] < 0x20 {
+				return i, high
+			}
+		}
+		if stop < end || end == len(b) {
+			return stop, high
+		}
+	}
 }
 
 // special8 marks the bytes of x (eight bytes of a string's body, first

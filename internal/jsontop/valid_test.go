@@ -91,12 +91,14 @@ func FuzzValid(f *testing.F) {
 	})
 }
 
-// The eight-byte scan must stop at every byte that matters, wherever it
-// falls in a word or in the tail after the last whole one.
+// The scans must stop at every byte that matters, wherever it falls: in
+// a word or in the tail after the last whole one, in the first words of a
+// run or in one of nextSpecial's windows (256 bytes, then 512, ...) or at
+// their edges.
 func TestValidStringsAtEveryOffset(t *testing.T) {
 	for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xff, 'a'} {
-		for pos := range 100 {
-			s := []byte(`"` + strings.Repeat("a", 100) + `"`)
+		for pos := range 1100 {
+			s := []byte(`"` + strings.Repeat("a", 1100) + `"`)
 			s[1+pos] = c
 			want := json.Valid(s)
 			if got := Valid(s); got != want {
@@ -121,6 +123,10 @@ func BenchmarkValid(b *testing.B) {
 		{"escapes", `{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"lorem ipsum dolor sit amet \u00e9 \"q\""},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`},
 		// A transcript: messages of a few hundred bytes of plain text.
 		{"transcript", `{"model":"fake/gpt","messages":[` + strings.Repeat(`{"role":"user","content":"`+strings.Repeat("portfolio context and a question about positions ", 5)+`"},`, 100) + `{"role":"user","content":"x"}],"temperature":0.2}`},
+		// A message of many short runs between escapes (a log pasted
+		// with its line breaks): each run's search for the next quote
+		// must not run to the end of the string.
+		{"runs", `{"model":"fake/gpt","messages":[{"role":"user","content":"` + strings.Repeat(strings.Repeat("a", 40)+`\n`, 5000) + `"}]}`},
 		// One 200 KB message of plain text, as a pasted document.
 		{"200KB", `{"model":"fake/gpt","messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor ", 200<<10/18) + `"}]}`},
 	}
