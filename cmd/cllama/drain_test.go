@@ -122,8 +122,11 @@ func TestSIGTERMUnderLoadKeepsEveryAnsweredLine(t *testing.T) {
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("%s: history files %v, %v", agent, paths, err)
 		}
-		last := map[int]int{} // conversation → last turn seen in the file
 		for _, p := range paths {
+			// An agent's concurrent exchanges may be spread over several
+			// files (CLLAMA_HISTORY_FILES): each file is in order, and so
+			// is the agent's history read whole (below).
+			last := map[int]int{} // conversation → last turn seen in the file
 			data, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -148,6 +151,19 @@ func TestSIGTERMUnderLoadKeepsEveryAnsweredLine(t *testing.T) {
 				}
 				last[tu.conv] = tu.turn
 				seen[e.ID] = true
+			}
+		}
+		es, _, err := history.ReadAgent(histDir, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[int]int{}
+		for _, e := range es {
+			if tu, ok := answered[e.ID]; ok {
+				if prev, ok := last[tu.conv]; ok && tu.turn <= prev {
+					t.Fatalf("%s's history read whole: conversation %d turn %d after turn %d", agent, tu.conv, tu.turn, prev)
+				}
+				last[tu.conv] = tu.turn
 			}
 		}
 	}
