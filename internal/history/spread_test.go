@@ -230,6 +230,7 @@ func TestSpreadRepairsEachFile(t *testing.T) {
 	<-h.file(0).entered
 	wg.Go(func() { _ = w.Append(Entry{ID: "b", AgentID: "alice"}) })
 	waitFor(t, func() bool { return h.file(1) != nil })
+	<-h.file(1).entered // b is being written to the repaired file
 	h.release(0)
 	h.release(1)
 	wg.Wait()
