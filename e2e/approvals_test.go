@@ -211,7 +211,7 @@ func checkHeldOrders(t *testing.T, p *pod, orders map[string]*heldOrder, desk re
 		t.Error("no tool_call event records the denied order as approval_denied")
 	}
 
-	entries, _, err := history.ReadFile(filepath.Join(p.dir, ".claw-runtime", "history", "executor", "history.jsonl"))
+	entries, _, err := history.ReadAgent(filepath.Join(p.dir, ".claw-runtime", "history"), "executor")
 	if err != nil {
 		t.Fatal(err)
 	}

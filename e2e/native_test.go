@@ -45,7 +45,7 @@ func checkNative(t *testing.T, p *pod, s runnerSummary, desk received, events []
 	}) {
 		t.Errorf("trading-api never received the scout's market-context call with the projected bearer: %+v", desk.Received)
 	}
-	entries, _, err := history.ReadFile(filepath.Join(p.dir, ".claw-runtime", "history", "scout", "history.jsonl"))
+	entries, _, err := history.ReadAgent(filepath.Join(p.dir, ".claw-runtime", "history"), "scout")
 	if err != nil {
 		t.Fatalf("scout history: %v", err)
 	}

@@ -280,7 +280,7 @@ func tradingDesk(t *testing.T) {
 	t.Run("history records the tool trace", func(t *testing.T) {
 		calls := map[string][]history.ToolCall{}
 		for _, agent := range []string{"analyst", "researcher", "executor"} {
-			entries, _, err := history.ReadFile(filepath.Join(p.dir, ".claw-runtime", "history", agent, "history.jsonl"))
+			entries, _, err := history.ReadAgent(filepath.Join(p.dir, ".claw-runtime", "history"), agent)
 			if err != nil {
 				t.Fatalf("%s history: %v", agent, err)
 			}

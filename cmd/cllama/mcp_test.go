@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -233,24 +231,20 @@ func (p *mcpPod) events(t *testing.T) []audit.Event {
 	return out
 }
 
+// history is agent's history read whole (every file of it: concurrent
+// exchanges may be spread over several), every line a whole entry.
 func (p *mcpPod) history(t *testing.T, agent string) []history.Entry {
 	t.Helper()
-	f, err := os.Open(filepath.Join(p.dir, "history", agent, "history.jsonl"))
+	es, files, err := history.ReadAgent(filepath.Join(p.dir, "history"), agent)
 	if err != nil {
-		return nil
+		t.Fatalf("history: %v", err)
 	}
-	defer f.Close()
-	var out []history.Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e history.Entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("history line: %v", err)
+	for _, f := range files {
+		if f.Malformed != 0 {
+			t.Fatalf("%s: %d lines that are not an entry", f.Path, f.Malformed)
 		}
-		out = append(out, e)
 	}
-	return out
+	return es
 }
 
 func isResultLink(c mcp.Content) bool {
