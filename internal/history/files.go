@@ -197,10 +197,10 @@ func (w *Writer) spreadFiles(agentID string) []int {
 // entries waiting.
 func (w *Writer) pick(agentID string) (*agentFile, error) {
 	fs, err := w.agent(agentID)
-	if err != nil || w.opts.Files == 1 {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	if w.opts.Files == 1 {
 		return fs.open[0], nil
 	}
 	fs.mu.Lock()
