@@ -71,25 +71,36 @@ func ReplicaFileName(replica string) string { return FileNameOf(replica, 0) }
 // isFileName reports whether n is the name of a history file a Writer
 // writes (FileNameOf): history[.<replica>][+<k>].jsonl.
 func isFileName(n string) bool {
+	_, _, ok := parseFileName(n)
+	return ok
+}
+
+// parseFileName reads the replica and the number of a history file's name
+// (FileNameOf's inverse); ok is false for any other name.
+func parseFileName(n string) (replica string, k int, ok bool) {
 	mid, ok := strings.CutPrefix(n, "history")
 	if !ok {
-		return false
+		return "", 0, false
 	}
 	if mid, ok = strings.CutSuffix(mid, ".jsonl"); !ok {
-		return false
+		return "", 0, false
 	}
 	if i := strings.LastIndexByte(mid, '+'); i >= 0 {
-		k := mid[i+1:]
-		if k == "" || k[0] == '0' || len(k) > 4 || strings.Trim(k, "0123456789") != "" {
-			return false
+		num := mid[i+1:]
+		if num == "" || num[0] == '0' || len(num) > 4 || strings.Trim(num, "0123456789") != "" {
+			return "", 0, false
 		}
+		k, _ = strconv.Atoi(num)
 		mid = mid[:i]
 	}
 	if mid == "" {
-		return true
+		return "", k, true
 	}
-	replica, ok := strings.CutPrefix(mid, ".")
-	return ok && validReplica(replica)
+	replica, ok = strings.CutPrefix(mid, ".")
+	if !ok || !validReplica(replica) {
+		return "", 0, false
+	}
+	return replica, k, true
 }
 
 // Paths are an agent's history files under dir: history.jsonl and every
@@ -175,14 +186,9 @@ func (w *Writer) spreadFiles(agentID string) []int {
 	if err != nil {
 		return nil
 	}
-	prefix := strings.TrimSuffix(FileNameOf(w.opts.Replica, 0), ".jsonl") + "+"
 	var ks []int
 	for _, de := range des {
-		rest, ok := strings.CutPrefix(de.Name(), prefix)
-		if !ok || !de.Type().IsRegular() {
-			continue
-		}
-		if k, err := strconv.Atoi(strings.TrimSuffix(rest, ".jsonl")); err == nil && k > 0 && de.Name() == FileNameOf(w.opts.Replica, k) {
+		if replica, k, ok := parseFileName(de.Name()); ok && k > 0 && replica == w.opts.Replica && de.Type().IsRegular() {
 			ks = append(ks, k)
 		}
 	}

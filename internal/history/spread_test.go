@@ -276,7 +276,7 @@ func TestPathsFindEveryFileAWriterNames(t *testing.T) {
 }
 
 // FuzzIsFileName holds isFileName to the pattern of the names FileNameOf
-// makes.
+// makes, and parseFileName to FileNameOf's inverse.
 func FuzzIsFileName(f *testing.F) {
 	pattern := regexp.MustCompile(`^history(\.[a-zA-Z0-9_.-]{1,64})?(\+[1-9][0-9]{0,3})?\.jsonl$`)
 	for _, s := range []string{"history.jsonl", "history+1.jsonl", "history.r0+12.jsonl", "history+0.jsonl", "history.+1.jsonl",
@@ -286,6 +286,9 @@ func FuzzIsFileName(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := isFileName(s), pattern.MatchString(s); got != want {
 			t.Fatalf("isFileName(%q) = %v, the pattern says %v", s, got, want)
+		}
+		if replica, k, ok := parseFileName(s); ok && FileNameOf(replica, k) != s {
+			t.Fatalf("parseFileName(%q) = %q, %d: FileNameOf gives %q", s, replica, k, FileNameOf(replica, k))
 		}
 	})
 }
