@@ -34,6 +34,21 @@ func consoleClient(t *testing.T, admin, token string) *http.Client {
 	return c
 }
 
+// analystTurn sends analyst's request for one mediated turn to the
+// cllama at base and fails the test unless it is answered 200.
+func analystTurn(t *testing.T, base string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer analyst:s3cret")
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("mediated turn: %v %v", res, err)
+	}
+	res.Body.Close()
+}
+
 func consoleGet(t *testing.T, c *http.Client, u string) string {
 	t.Helper()
 	res, err := c.Get(u)
@@ -59,15 +74,7 @@ func TestConsoleShowsRequestAndTokenBudgets(t *testing.T) {
 		write(t, filepath.Join(authDir, "pod.json"), `{"version":1,"pod":"desk","pod_budget":[{"unit":"requests","limit":1000,"per":"hour"}]}`)
 	}, "CLLAMA_ADMIN_ADDR=127.0.0.1:0", "CLLAMA_ADMIN_TOKEN="+testOperatorToken, "OPENAI_BASE_URL="+up.URL+"/v1")
 	admin := adminURL(t, p)
-	req, _ := http.NewRequest(http.MethodPost, p.base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Authorization", "Bearer analyst:s3cret")
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("mediated turn: %v %v", res, err)
-	}
-	res.Body.Close()
+	analystTurn(t, p.base)
 	c := consoleClient(t, admin, testOperatorToken)
 	home := consoleGet(t, c, admin+"/")
 	row := regexp.MustCompile(`(?s)<tr data-agent="analyst">.*?</tr>`).FindString(home)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +12,9 @@ import (
 func TestConsoleCountersSurviveARestart(t *testing.T) {
 	up := fakeProvider(t)
 	p := startMCPPod(t, "CLLAMA_ADMIN_ADDR=127.0.0.1:0", "CLLAMA_ADMIN_TOKEN="+testOperatorToken, "OPENAI_BASE_URL="+up.URL+"/v1")
-	turn := func() {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, p.base+"/v1/chat/completions",
-			strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer analyst:s3cret")
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil || res.StatusCode != 200 {
-			t.Fatalf("mediated turn: %v %v", res, err)
-		}
-		res.Body.Close()
-	}
 	const counter = `data-live-agent="analyst" data-live-field="requests">`
-	turn()
-	turn()
+	analystTurn(t, p.base)
+	analystTurn(t, p.base)
 	c := consoleClient(t, adminURL(t, p), testOperatorToken)
 	if home := consoleGet(t, c, adminURL(t, p)+"/"); !strings.Contains(home, counter+"2<") {
 		t.Fatalf("before the restart:\n%s", home)
@@ -46,7 +33,7 @@ func TestConsoleCountersSurviveARestart(t *testing.T) {
 	if !strings.Contains(home, counter+"2<") {
 		t.Fatalf("after the restart, the counter was not started from history:\n%s", home)
 	}
-	turn()
+	analystTurn(t, p.base)
 	if home = consoleGet(t, c, admin+"/"); !strings.Contains(home, counter+"3<") {
 		t.Fatalf("a turn after the restart:\n%s", home)
 	}

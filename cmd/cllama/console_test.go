@@ -97,15 +97,7 @@ func TestConsoleFollowsTraffic(t *testing.T) {
 	if code, body := login(opToken); code != 200 || !strings.Contains(body, `href="/agents/analyst"`) {
 		t.Fatalf("operator login: %d\n%s", code, body)
 	}
-	req, _ := http.NewRequest(http.MethodPost, agentSide.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Authorization", "Bearer analyst:s3cret")
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("mediated turn: %v %v", res, err)
-	}
-	res.Body.Close()
+	analystTurn(t, agentSide.URL)
 	// The live counter heard it.
 	if _, page := get("/"); !strings.Contains(page, `data-live-agent="analyst" data-live-field="requests">1<`) {
 		t.Fatalf("live counter:\n%s", page)
@@ -189,15 +181,7 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	if strings.Join(logins, " ") != "refused ok" || strings.Contains(p.audit.String(), opToken) || strings.Contains(p.audit.String(), "s3cret") {
 		t.Fatalf("console_login events %v in the audit:\n%s", logins, p.audit.String())
 	}
-	req, _ := http.NewRequest(http.MethodPost, p.base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"openai/gpt-test","messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Authorization", "Bearer analyst:s3cret")
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("mediated turn: %v %v", res, err)
-	}
-	res.Body.Close()
+	analystTurn(t, p.base)
 	turn := regexp.MustCompile(`href="/turns/([^"]+)"`)
 	var id string
 	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
