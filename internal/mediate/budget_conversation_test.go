@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,18 +27,10 @@ func TestConversationBudgetCountsAMediatedTurnsRounds(t *testing.T) {
 			svc := newServices(t)
 			dir := t.TempDir()
 			root := filepath.Join(dir, "context")
-			write := func(path string, b []byte) {
-				if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write(filepath.Join(root, "alice", "metadata.json"), mustJSON(manifest.Metadata{Token: "alice:s3cret", Pod: "desk",
+			writeFile(t, filepath.Join(root, "alice", "metadata.json"), mustJSON(manifest.Metadata{Token: "alice:s3cret", Pod: "desk",
 				Budget: []manifest.Budget{{Unit: "tokens", Limit: 10, Per: "conversation"}}}))
-			write(filepath.Join(root, "alice", "tools.json"), mustJSON(toolsManifest(svc.srv.URL, manifest.Policy{})))
-			write(filepath.Join(dir, "auth", "providers.json"), mustJSON(map[string]any{"providers": map[string]any{
+			writeFile(t, filepath.Join(root, "alice", "tools.json"), mustJSON(toolsManifest(svc.srv.URL, manifest.Policy{})))
+			writeFile(t, filepath.Join(dir, "auth", "providers.json"), mustJSON(map[string]any{"providers": map[string]any{
 				"scripted": map[string]any{"base_url": up.srv.URL + "/v1", "api_key": "sk-up", "auth": "bearer"}}}))
 			ex := toolexec.New(toolexec.Options{})
 			t.Cleanup(func() { _ = ex.Close() })

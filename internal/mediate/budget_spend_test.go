@@ -56,20 +56,12 @@ func budgetTurn(t *testing.T, k kit, stream bool) {
 	t.Cleanup(tool.Close)
 	dir := t.TempDir()
 	root, histDir := filepath.Join(dir, "context"), filepath.Join(dir, "history")
-	write := func(path string, b []byte) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Five tokens a day: round 1 (4 in + 1 out) is admitted and spends
 	// them; round 2 is refused.
-	write(filepath.Join(root, "alice", "metadata.json"), mustJSON(manifest.Metadata{Token: "alice:s3cret", Pod: "desk",
+	writeFile(t, filepath.Join(root, "alice", "metadata.json"), mustJSON(manifest.Metadata{Token: "alice:s3cret", Pod: "desk",
 		Budget: []manifest.Budget{{Unit: "tokens", Limit: 5, Per: "day"}}}))
-	write(filepath.Join(root, "alice", "tools.json"), mustJSON(toolsManifest(tool.URL, manifest.Policy{})))
-	write(filepath.Join(dir, "auth", "providers.json"), mustJSON(map[string]any{"providers": map[string]any{
+	writeFile(t, filepath.Join(root, "alice", "tools.json"), mustJSON(toolsManifest(tool.URL, manifest.Policy{})))
+	writeFile(t, filepath.Join(dir, "auth", "providers.json"), mustJSON(map[string]any{"providers": map[string]any{
 		"scripted": map[string]any{"base_url": up.srv.URL + "/v1", "api_key": "sk-up", "auth": "bearer"}}}))
 	hist, err := history.NewWriter(histDir)
 	if err != nil {
@@ -160,5 +152,16 @@ func budgetTurn(t *testing.T, k kit, stream bool) {
 	}
 	if e.StatusCode != 402 || e.CostUSD != audit.KnownCost(5) || len(e.ToolTrace) != 1 || e.ToolTrace[0].CostUSD != audit.KnownCost(5) {
 		t.Fatalf("history entry %s", raw)
+	}
+}
+
+// writeFile writes b to path (0600), making its directories (0700).
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

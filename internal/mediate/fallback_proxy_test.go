@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,19 +25,10 @@ func TestHiddenRoundFallsBack(t *testing.T) {
 	svc := newServices(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "context")
-	write := func(path string, b []byte) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(root, "alice", "metadata.json"), mustJSON(map[string]any{"token": "alice:s3cret", "pod": "desk"}))
-	write(filepath.Join(root, "alice", "tools.json"), mustJSON(toolsManifest(svc.srv.URL, manifest.Policy{})))
-	write(filepath.Join(root, "alice", "service-auth", "svc.json"), mustJSON(map[string]any{"service": "svc", "auth_type": "bearer", "token": "projected"}))
-	write(filepath.Join(dir, "auth", "providers.json"), mustJSON(map[string]any{"version": 2, "providers": map[string]any{
+	writeFile(t, filepath.Join(root, "alice", "metadata.json"), mustJSON(map[string]any{"token": "alice:s3cret", "pod": "desk"}))
+	writeFile(t, filepath.Join(root, "alice", "tools.json"), mustJSON(toolsManifest(svc.srv.URL, manifest.Policy{})))
+	writeFile(t, filepath.Join(root, "alice", "service-auth", "svc.json"), mustJSON(map[string]any{"service": "svc", "auth_type": "bearer", "token": "projected"}))
+	writeFile(t, filepath.Join(dir, "auth", "providers.json"), mustJSON(map[string]any{"version": 2, "providers": map[string]any{
 		"primary": map[string]any{"base_url": primary.srv.URL + "/v1", "keys": []any{map[string]any{"id": "p", "secret": "sk-p"}}},
 		"backup":  map[string]any{"base_url": backup.srv.URL + "/v1", "keys": []any{map[string]any{"id": "b", "secret": "sk-b"}}}},
 		"fallbacks": map[string]any{"primary/up-model": []any{"backup/backup-model"}}}))
